@@ -1,0 +1,61 @@
+"""The protocol's rules, sans I/O: the one home of every A2A rule the code base applies.
+
+Nothing here performs I/O or imports asyncio, httpx, starlette, uvicorn or grpc (a test checks
+this): the state machine (``states``), which task a message continues (``continuation``),
+folding events into tasks (``fold``), ``historyLength`` (``history``), ListTasks paging
+(``paging``) and service-parameter negotiation (``negotiation``).
+"""
+
+from .continuation import Continue, NewTask, resolve_continuation
+from .fold import Event, TaskRecord, fold_events
+from .history import check_history_length, trim_history
+from .negotiation import (
+    PROTOCOL_VERSION,
+    active_extensions,
+    check_version,
+    format_extensions,
+    parse_extensions,
+)
+from .paging import ListQuery, list_query, select_page, sort_key
+from .states import (
+    ACTIVE,
+    INITIAL,
+    INTERRUPTED,
+    TERMINAL,
+    can_transition,
+    check_transition,
+    closes_stream,
+    ends_blocking_wait,
+    is_interrupted,
+    is_terminal,
+)
+
+__all__ = [
+    "ACTIVE",
+    "INITIAL",
+    "INTERRUPTED",
+    "PROTOCOL_VERSION",
+    "TERMINAL",
+    "Continue",
+    "Event",
+    "ListQuery",
+    "NewTask",
+    "TaskRecord",
+    "active_extensions",
+    "can_transition",
+    "check_history_length",
+    "check_transition",
+    "check_version",
+    "closes_stream",
+    "ends_blocking_wait",
+    "fold_events",
+    "format_extensions",
+    "is_interrupted",
+    "is_terminal",
+    "list_query",
+    "parse_extensions",
+    "resolve_continuation",
+    "select_page",
+    "sort_key",
+    "trim_history",
+]

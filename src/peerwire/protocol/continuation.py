@@ -1,0 +1,57 @@
+"""Which task an incoming message belongs to (facts §4.3): a new one, or one it continues."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from ..types import Message, TaskState
+from .states import TERMINAL
+
+__all__ = ["Continue", "NewTask", "resolve_continuation"]
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """Start a task. ``context_id`` is the client's (adopted, even if unknown) or ``""`` to mint."""
+
+    context_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """The message continues an existing, non-terminal task."""
+
+    task_id: str
+    context_id: str
+
+
+def resolve_continuation(
+    message: Message,
+    existing: tuple[str, TaskState] | None,
+) -> NewTask | Continue:
+    """Decide what ``message`` starts or continues.
+
+    ``existing`` is ``(context_id, state)`` of the task named by ``message.task_id`` as the
+    caller may see it, or ``None`` when there is no such task (or it is not visible).
+    """
+    if not message.task_id:
+        return NewTask(context_id=message.context_id)
+    if existing is None:
+        raise TaskNotFoundError(
+            f"Task {message.task_id} was not found", metadata={"taskId": message.task_id}
+        )
+    context_id, state = existing
+    if message.context_id and message.context_id != context_id:
+        raise InvalidParamsError(
+            f"message.contextId {message.context_id!r} does not match the context of task "
+            f"{message.task_id}",
+            metadata={"taskId": message.task_id},
+        )
+    if state in TERMINAL:
+        raise UnsupportedOperationError(
+            f"Task {message.task_id} is in a terminal state ({state.value}) and accepts no "
+            "more messages; start a new task in the same context instead",
+            metadata={"taskId": message.task_id},
+        )
+    return Continue(task_id=message.task_id, context_id=context_id)

@@ -1,0 +1,295 @@
+"""What a user writes: an ``Agent`` with skills (async functions) or an executor class.
+
+A skill's parameters say what it receives, by annotation: ``str`` the message's joined text,
+``dict`` its first data part, ``Message`` the message itself, ``TaskContext`` the context.
+Its return value is its result: ``str`` a text artifact, ``dict``/``list`` a data artifact,
+``None`` when the skill finished the task itself through the context. A skill annotated to
+return ``Message`` is a *message skill*: it answers with a direct message and creates no task.
+Raising fails the task with the exception's message.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from ..errors import InvalidParamsError
+from ..types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentProvider,
+    AgentSkill,
+    Message,
+    SecurityRequirement,
+    SecurityScheme,
+)
+from .context import TaskContext
+
+__all__ = ["Agent", "AgentExecutor", "Router", "Skill", "default_router"]
+
+Router = Callable[[Message], str | None]
+RestartPolicy = Literal["fail", "resume"]
+
+
+class AgentExecutor(Protocol):
+    """Full control: ``execute`` drives the task through the context from start to end."""
+
+    async def execute(self, ctx: TaskContext) -> None: ...
+
+
+_INJECTABLE = {str: "text", dict: "data", Message: "message", TaskContext: "context"}
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A declared skill and the function that performs it."""
+
+    id: str
+    name: str
+    description: str
+    tags: tuple[str, ...]
+    examples: tuple[str, ...]
+    input_modes: tuple[str, ...]
+    output_modes: tuple[str, ...]
+    function: Callable[..., Awaitable[Any]] | None
+    arguments: tuple[str, ...] = ()
+    replies_with_message: bool = False
+    executor: AgentExecutor | None = None
+    on_cancel: Callable[[TaskContext], Awaitable[None]] | None = field(default=None)
+
+    def card_entry(self) -> AgentSkill:
+        return AgentSkill(
+            id=self.id,
+            name=self.name,
+            description=self.description,
+            tags=list(self.tags),
+            examples=list(self.examples),
+            input_modes=list(self.input_modes),
+            output_modes=list(self.output_modes),
+        )
+
+
+def default_router(message: Message) -> str | None:
+    """The documented default: the skill id named by ``message.metadata["skill"]``."""
+    if message.metadata is not None:
+        named = message.metadata.get("skill")
+        if isinstance(named, str):
+            return named
+    return None
+
+
+class Agent:
+    """An A2A agent: its card metadata and its skills.
+
+    >>> agent = Agent("Echo", description="Repeats what it is told")
+    >>> @agent.skill()
+    ... async def echo(text: str) -> str:
+    ...     return text
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        version: str = "1.0.0",
+        provider: AgentProvider | None = None,
+        documentation_url: str | None = None,
+        icon_url: str | None = None,
+        default_input_modes: Sequence[str] = ("text/plain", "application/json"),
+        default_output_modes: Sequence[str] = ("text/plain", "application/json"),
+        streaming: bool = True,
+        security_schemes: dict[str, SecurityScheme] | None = None,
+        security_requirements: Sequence[SecurityRequirement] = (),
+        executor: AgentExecutor | None = None,
+        router: Router | None = None,
+        task_timeout: float | None = None,
+        on_restart: RestartPolicy = "fail",
+    ) -> None:
+        self.name = name
+        self.description = description or name
+        self.version = version
+        self.provider = provider
+        self.documentation_url = documentation_url
+        self.icon_url = icon_url
+        self.default_input_modes = tuple(default_input_modes)
+        self.default_output_modes = tuple(default_output_modes)
+        self.streaming = streaming
+        self.security_schemes = dict(security_schemes or {})
+        self.security_requirements = tuple(security_requirements)
+        self.task_timeout = task_timeout
+        self.on_restart: RestartPolicy = on_restart
+        self._router: Router | None = router
+        self._skills: dict[str, Skill] = {}
+        if executor is not None:
+            self.add_executor(executor)
+
+    # -- declaring skills ---------------------------------------------------------------
+
+    def skill(
+        self,
+        id: str | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] = (),
+        examples: Sequence[str] = (),
+        input_modes: Sequence[str] = (),
+        output_modes: Sequence[str] = (),
+    ) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
+        """Declare an async function as a skill (see the module docstring for its signature)."""
+
+        def register(function: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+            if not inspect.iscoroutinefunction(function):
+                raise TypeError(f"skill {function.__name__} must be an async function")
+            arguments, replies = _signature(function)
+            skill_id = id or function.__name__
+            doc = inspect.getdoc(function) or ""
+            self._add(
+                Skill(
+                    id=skill_id,
+                    name=name or skill_id.replace("_", " "),
+                    description=description or doc.split("\n\n")[0] or skill_id,
+                    tags=tuple(tags) or (skill_id,),
+                    examples=tuple(examples),
+                    input_modes=tuple(input_modes),
+                    output_modes=tuple(output_modes),
+                    function=function,
+                    arguments=arguments,
+                    replies_with_message=replies,
+                )
+            )
+            return function
+
+        return register
+
+    def add_executor(
+        self,
+        executor: AgentExecutor,
+        *,
+        id: str = "default",
+        name: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] = (),
+        examples: Sequence[str] = (),
+    ) -> None:
+        """Serve a skill with an executor object whose ``execute(ctx)`` drives the task."""
+        self._add(
+            Skill(
+                id=id,
+                name=name or id,
+                description=description or self.description,
+                tags=tuple(tags) or (id,),
+                examples=tuple(examples),
+                input_modes=(),
+                output_modes=(),
+                function=None,
+                executor=executor,
+            )
+        )
+
+    def on_cancel(
+        self, skill_id: str
+    ) -> Callable[
+        [Callable[[TaskContext], Awaitable[None]]], Callable[[TaskContext], Awaitable[None]]
+    ]:
+        """Register a cleanup hook run after a skill's handler is cancelled."""
+
+        def register(
+            hook: Callable[[TaskContext], Awaitable[None]],
+        ) -> Callable[[TaskContext], Awaitable[None]]:
+            skill = self._skills[skill_id]
+            self._skills[skill_id] = _replace(skill, on_cancel=hook)
+            return hook
+
+        return register
+
+    def router(self, function: Router) -> Router:
+        """Set the router: a function of the message returning a skill id (or ``None``)."""
+        self._router = function
+        return function
+
+    def _add(self, skill: Skill) -> None:
+        if skill.id in self._skills:
+            raise ValueError(f"skill {skill.id!r} is declared twice")
+        self._skills[skill.id] = skill
+
+    # -- using them ----------------------------------------------------------------------
+
+    @property
+    def skills(self) -> tuple[Skill, ...]:
+        return tuple(self._skills.values())
+
+    def get_skill(self, skill_id: str) -> Skill | None:
+        return self._skills.get(skill_id)
+
+    def route(self, message: Message) -> Skill:
+        """The skill that handles ``message``; ``InvalidParamsError`` if none accepts it."""
+        if not self._skills:
+            raise InvalidParamsError("this agent declares no skills")
+        if len(self._skills) == 1 and self._router is None:
+            return next(iter(self._skills.values()))
+        chosen = (self._router or default_router)(message)
+        skill = self._skills.get(chosen) if chosen is not None else None
+        if skill is None:
+            known = ", ".join(sorted(self._skills))
+            detail = f"skill {chosen!r} is not one of" if chosen else "no skill was chosen among"
+            raise InvalidParamsError(
+                f"No skill accepts this message: {detail} {known} "
+                '(name one in message.metadata["skill"])'
+            )
+        return skill
+
+    def card(
+        self,
+        interfaces: Sequence[AgentInterface],
+        *,
+        push_notifications: bool = False,
+        extended_agent_card: bool = False,
+    ) -> AgentCard:
+        """The agent card advertising ``interfaces`` (in preference order)."""
+        return AgentCard(
+            name=self.name,
+            description=self.description,
+            supported_interfaces=list(interfaces),
+            provider=self.provider,
+            version=self.version,
+            documentation_url=self.documentation_url,
+            capabilities=AgentCapabilities(
+                streaming=self.streaming,
+                push_notifications=push_notifications,
+                extended_agent_card=extended_agent_card,
+            ),
+            security_schemes=self.security_schemes,
+            security_requirements=list(self.security_requirements),
+            default_input_modes=list(self.default_input_modes),
+            default_output_modes=list(self.default_output_modes),
+            skills=[s.card_entry() for s in self._skills.values()],
+            icon_url=self.icon_url,
+        )
+
+
+def _replace(skill: Skill, **changes: Any) -> Skill:
+    from dataclasses import replace
+
+    return replace(skill, **changes)
+
+
+def _signature(function: Callable[..., Any]) -> tuple[tuple[str, ...], bool]:
+    """What each parameter receives, and whether the skill replies with a Message."""
+    hints = typing.get_type_hints(function)
+    arguments = []
+    for parameter in inspect.signature(function).parameters.values():
+        annotation = hints.get(parameter.name)
+        kind = _INJECTABLE.get(typing.get_origin(annotation) or annotation)  # type: ignore[arg-type]
+        if kind is None:
+            raise TypeError(
+                f"parameter {parameter.name!r} of skill {function.__name__} must be annotated "
+                "str, dict, Message or TaskContext"
+            )
+        arguments.append(kind)
+    return tuple(arguments), hints.get("return") is Message

@@ -1,0 +1,139 @@
+"""Event fan-out: every observer of a task gets every later event once, in order.
+
+A stream subscribes *before* it reads the task's snapshot, then drops events whose version the
+snapshot already contains, so nothing falls between the snapshot and the live events. The
+``EventBus`` interface is what a distributed bus (Redis) implements too; ``MemoryBus`` serves
+one process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
+
+from ..types import TaskArtifactUpdateEvent, TaskStatusUpdateEvent
+
+__all__ = ["BusEvent", "EventBus", "MemoryBus", "Subscription"]
+
+BusEvent = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+
+
+_TIMED_OUT = object()
+
+
+def _expire(waiter: asyncio.Future[object]) -> None:
+    if not waiter.done():
+        waiter.set_result(_TIMED_OUT)
+
+
+class Subscription:
+    """A queue of ``(version, event)`` for one task; iterate it, close it when done."""
+
+    __slots__ = ("_closed", "_items", "_on_close", "_waiter", "task_id")
+
+    def __init__(
+        self, task_id: str, on_close: Callable[[Subscription], None] | None = None
+    ) -> None:
+        self.task_id = task_id
+        self._items: deque[tuple[int, BusEvent]] = deque()
+        self._waiter: asyncio.Future[object] | None = None
+        self._closed = False
+        self._on_close = on_close
+
+    def put(self, version: int, event: BusEvent) -> None:
+        self._items.append((version, event))
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def next(
+        self, after_version: int = 0, timeout: float | None = None
+    ) -> tuple[int, BusEvent] | None:
+        """The next event with a version above ``after_version``.
+
+        Returns ``None`` if ``timeout`` seconds pass first; raises ``StopAsyncIteration`` once
+        the subscription is closed and drained.
+        """
+        while True:
+            while self._items:
+                version, event = self._items.popleft()
+                if version > after_version:
+                    return version, event
+            if self._closed:
+                raise StopAsyncIteration
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
+            if waiter.result() is _TIMED_OUT:
+                return None
+
+    def __aiter__(self) -> AsyncIterator[tuple[int, BusEvent]]:
+        return self
+
+    async def __anext__(self) -> tuple[int, BusEvent]:
+        item = await self.next()
+        assert item is not None  # no timeout was given
+        return item
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._on_close is not None:
+            self._on_close(self)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class EventBus(Protocol):
+    def subscribe(self, task_id: str) -> Subscription:
+        """Start receiving the task's events (close the subscription to stop)."""
+
+    async def publish(self, task_id: str, version: int, event: BusEvent) -> None:
+        """Deliver ``event`` (the task's state at ``version``) to every subscriber."""
+
+    async def close(self) -> None: ...
+
+
+class MemoryBus:
+    """Fan-out within one process."""
+
+    def __init__(self) -> None:
+        self._subscribers: dict[str, list[Subscription]] = {}
+
+    def subscribe(self, task_id: str) -> Subscription:
+        subscription = Subscription(task_id, self._remove)
+        self._subscribers.setdefault(task_id, []).append(subscription)
+        return subscription
+
+    async def publish(self, task_id: str, version: int, event: BusEvent) -> None:
+        for subscription in self._subscribers.get(task_id, ()):
+            subscription.put(version, event)
+
+    def _remove(self, subscription: Subscription) -> None:
+        subscribers = self._subscribers.get(subscription.task_id)
+        if subscribers is None:
+            return
+        subscribers.remove(subscription)
+        if not subscribers:
+            del self._subscribers[subscription.task_id]
+
+    async def close(self) -> None:
+        for subscribers in list(self._subscribers.values()):
+            for subscription in list(subscribers):
+                subscription.close()

@@ -1,0 +1,188 @@
+"""``TaskContext``: how a handler moves its task along and talks to the caller.
+
+Every method turns into one event that the state machine checks before it is stored and
+published; an illegal move raises ``IllegalTransitionError`` in the handler and changes nothing.
+
+``ask`` and replay: ``await ctx.ask(question)`` moves the task to INPUT_REQUIRED and returns
+the caller's next message on the same task. If the process holding the suspended handler is
+gone (a restart, or the follow-up reached another worker), the follow-up runs the handler again
+from the start, and ``ask`` first returns the answers already recorded in the task's history, in
+order, before waiting for new ones. A handler that uses ``ask`` must therefore be replay-safe:
+whatever it does before an ``ask`` may happen again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from .._ids import new_id
+from ..types import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    now_timestamp,
+)
+
+__all__ = ["TaskContext"]
+
+
+class _Driver(Protocol):
+    """The runner side of a context."""
+
+    async def emit(
+        self, ctx: TaskContext, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+    ) -> None: ...
+
+    async def wait_for_message(self, ctx: TaskContext) -> Message: ...
+
+
+PartsLike = str | dict[str, Any] | list[Any] | Part | Sequence[Part]
+
+
+class TaskContext:
+    """The handler's view of its task. Created by the runner, one per handler run."""
+
+    def __init__(
+        self,
+        driver: _Driver,
+        *,
+        task_id: str,
+        context_id: str,
+        message: Message,
+        skill_id: str,
+        tenant: str = "",
+        owner: str = "",
+        state: TaskState = TaskState.SUBMITTED,
+        recorded_answers: Sequence[Message] = (),
+        latest_message: Message | None = None,
+    ) -> None:
+        self._driver = driver
+        self.task_id = task_id
+        self.context_id = context_id
+        self.message = message
+        """The message that started the task (on a replay too)."""
+        self.latest_message = latest_message or message
+        """The newest message from the caller on this task."""
+        self.skill_id = skill_id
+        self.tenant = tenant
+        self.owner = owner
+        self.state = state
+        self._recorded = list(recorded_answers)
+
+    # -- status ---------------------------------------------------------------------------
+
+    async def start_work(self, message: str | Message | None = None) -> None:
+        """Move to WORKING (a no-op when already working and there is nothing to say)."""
+        if self.state is TaskState.WORKING and message is None:
+            return
+        await self._status(TaskState.WORKING, message)
+
+    async def update(self, message: str | Message) -> None:
+        """A WORKING status update carrying a message (progress for the caller)."""
+        await self._status(TaskState.WORKING, message)
+
+    async def require_input(self, question: str | Message) -> None:
+        """Move to INPUT_REQUIRED with a question; the handler may return afterwards."""
+        await self._status(TaskState.INPUT_REQUIRED, question)
+
+    async def require_auth(self, explanation: str | Message) -> None:
+        """Move to AUTH_REQUIRED, saying what is needed. The state grants nothing by itself."""
+        await self._status(TaskState.AUTH_REQUIRED, explanation)
+
+    async def complete(self, message: str | Message | None = None) -> None:
+        await self._status(TaskState.COMPLETED, message)
+
+    async def fail(self, reason: str | Message) -> None:
+        await self._status(TaskState.FAILED, reason)
+
+    async def reject(self, reason: str | Message) -> None:
+        await self._status(TaskState.REJECTED, reason)
+
+    async def ask(self, question: str | Message) -> Message:
+        """Ask the caller and wait for the answer (see the module docstring on replay)."""
+        if self._recorded:
+            return self._recorded.pop(0)
+        await self._status(TaskState.INPUT_REQUIRED, question)
+        answer = await self._driver.wait_for_message(self)
+        self.latest_message = answer
+        return answer
+
+    # -- artifacts --------------------------------------------------------------------------
+
+    async def add_artifact(
+        self,
+        parts: PartsLike,
+        *,
+        name: str = "",
+        artifact_id: str | None = None,
+        description: str = "",
+        append: bool = False,
+        last_chunk: bool = False,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Add an artifact, or with ``append`` a chunk of one; returns the artifact id."""
+        artifact = Artifact(
+            artifact_id=artifact_id or new_id(),
+            name=name,
+            description=description,
+            parts=to_parts(parts),
+            metadata=metadata,
+        )
+        await self._driver.emit(
+            self,
+            TaskArtifactUpdateEvent(
+                task_id=self.task_id,
+                context_id=self.context_id,
+                artifact=artifact,
+                append=append,
+                last_chunk=last_chunk,
+            ),
+        )
+        return artifact.artifact_id
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def agent_message(self, content: str | Message) -> Message:
+        """``content`` as a message from the agent on this task."""
+        if isinstance(content, Message):
+            return content
+        return Message(
+            message_id=new_id(),
+            context_id=self.context_id,
+            task_id=self.task_id,
+            role=Role.AGENT,
+            parts=[Part(text=content)],
+        )
+
+    async def _status(self, state: TaskState, message: str | Message | None) -> None:
+        status = TaskStatus(
+            state=state,
+            message=None if message is None else self.agent_message(message),
+            timestamp=now_timestamp(),
+        )
+        await self._driver.emit(
+            self,
+            TaskStatusUpdateEvent(task_id=self.task_id, context_id=self.context_id, status=status),
+        )
+        self.state = state
+
+
+def to_parts(content: PartsLike) -> list[Part]:
+    """Parts from the shorthand forms a handler may use."""
+    if isinstance(content, str):
+        return [Part(text=content)]
+    if isinstance(content, Part):
+        return [content]
+    if isinstance(content, dict):
+        return [Part(data=content, media_type="application/json")]
+    if isinstance(content, list) and all(isinstance(p, Part) for p in content) and content:
+        return list(content)
+    if isinstance(content, list):
+        return [Part(data=content, media_type="application/json")]
+    return list(content)

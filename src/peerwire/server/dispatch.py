@@ -1,0 +1,432 @@
+"""One async function per A2A operation, transport-agnostic.
+
+Bindings decode a request into its typed form, call the matching method here with a
+``CallContext`` (who is calling, for which tenant, with which extensions), and encode what comes
+back. Streaming operations return an async iterator *after* every check has passed, so a binding
+can answer an error as an ordinary response before it starts a stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+import msgspec
+
+from .._ids import new_id
+from ..errors import (
+    ExtendedAgentCardNotConfiguredError,
+    InternalError,
+    InvalidParamsError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from ..protocol import (
+    Continue,
+    TaskRecord,
+    check_history_length,
+    closes_stream,
+    ends_blocking_wait,
+    list_query,
+    resolve_continuation,
+)
+from ..types import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Role,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    now_timestamp,
+)
+from .agent import Agent, Skill
+from .bus import BusEvent, EventBus, Subscription
+from .runner import Runner
+from .stores.base import TaskStore
+
+__all__ = ["CallContext", "Dispatcher", "TaskStream"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """Who is calling: the owner (an opaque principal id, ``""`` when anonymous) and extensions."""
+
+    owner: str = ""
+    extensions: tuple[str, ...] = ()
+
+
+_ANONYMOUS = CallContext()
+
+
+class Dispatcher:
+    """The eleven operations over one agent, its store, bus and runner."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        store: TaskStore,
+        bus: EventBus,
+        runner: Runner,
+        card: Callable[[], AgentCard],
+        *,
+        extended_card: Callable[[CallContext], AgentCard | None] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.store = store
+        self.bus = bus
+        self.runner = runner
+        self._card = card
+        self._extended_card = extended_card
+
+    # -- SendMessage / SendStreamingMessage -----------------------------------------------------
+
+    async def send_message(
+        self, request: SendMessageRequest, call: CallContext = _ANONYMOUS
+    ) -> SendMessageResponse:
+        history_length = self._check_send(request)
+        started = await self._start(request, call)
+        if isinstance(started, Message):
+            return SendMessageResponse(message=started)
+        task_id, subscription, _ = started
+        with subscription:
+            config = request.configuration
+            if config is None or not config.return_immediately:
+                await _wait_until_settled(subscription)
+        return SendMessageResponse(
+            task=await self._snapshot(task_id, request.tenant, history_length)
+        )
+
+    async def send_streaming_message(
+        self, request: SendMessageRequest, call: CallContext = _ANONYMOUS
+    ) -> TaskStream:
+        self._check_streaming()
+        history_length = self._check_send(request)
+        started = await self._start(request, call)
+        if isinstance(started, Message):
+            return TaskStream(StreamResponse(message=started))
+        task_id, subscription, snapshot = started
+        if snapshot is None:
+            try:
+                record = await self._load(task_id, request.tenant, None)
+            except BaseException:
+                subscription.close()
+                raise
+            snapshot = (record.snapshot(history_length=history_length), record.version)
+        return TaskStream(StreamResponse(task=snapshot[0]), subscription, snapshot[1])
+
+    def _check_send(self, request: SendMessageRequest) -> int | None:
+        if request.message.role is not Role.USER:
+            raise InvalidParamsError("message.role must be ROLE_USER for a message to an agent")
+        config = request.configuration
+        if config is None:
+            return None
+        check_history_length(config.history_length, "configuration.historyLength")
+        if config.task_push_notification_config is not None:
+            raise PushNotificationNotSupportedError(
+                "This agent does not support push notifications "
+                "(configuration.taskPushNotificationConfig)"
+            )
+        return config.history_length
+
+    async def _start(
+        self, request: SendMessageRequest, call: CallContext
+    ) -> Message | tuple[str, Subscription, tuple[Task, int] | None]:
+        """Create or continue the task and start its handler, with a subscription opened first.
+
+        Returns the reply of a message skill, or ``(task_id, subscription, snapshot)`` where
+        ``snapshot`` is the task at creation (``None`` for a continued task).
+        """
+        message = request.message
+        existing = None
+        record: TaskRecord | None = None
+        if message.task_id:
+            record = await self.store.load(message.task_id, tenant=request.tenant, owner=call.owner)
+            existing = None if record is None else (record.context_id, record.state)
+        decision = resolve_continuation(message, existing)
+        if isinstance(decision, Continue):
+            assert record is not None
+            return await self._continue(decision, message, record, request.tenant, call)
+        skill = self.agent.route(message)
+        if skill.replies_with_message:
+            return await self._reply(skill, message, decision.context_id)
+        self.runner.check_capacity()
+        task_id, context_id = new_id(), decision.context_id or new_id()
+        first = msgspec.structs.replace(message, task_id=task_id, context_id=context_id)
+        record = TaskRecord(
+            task_id,
+            context_id,
+            TaskStatus(state=TaskState.SUBMITTED, timestamp=now_timestamp()),
+            history=[first],
+            metadata=request.metadata,
+            version=1,
+        )
+        # Taken before the handler can run: a stream starts from the task as it was created.
+        snapshot = (record.snapshot(history_length=_history_length(request)), record.version)
+        await self.store.create(record, tenant=request.tenant, owner=call.owner)
+        subscription = self.bus.subscribe(task_id)
+        self.runner.start(
+            skill,
+            task_id=task_id,
+            context_id=context_id,
+            message=first,
+            tenant=request.tenant,
+            owner=call.owner,
+        )
+        return task_id, subscription, snapshot
+
+    async def _continue(
+        self,
+        decision: Continue,
+        message: Message,
+        record: TaskRecord,
+        tenant: str,
+        call: CallContext,
+    ) -> tuple[str, Subscription, None]:
+        task_id, context_id = decision.task_id, decision.context_id
+        follow_up = msgspec.structs.replace(message, context_id=context_id)
+        history = [m for m in record.history if m.role is Role.USER]
+        subscription = self.bus.subscribe(task_id)
+        try:
+            if self.runner.is_live(task_id) and not self.runner.is_waiting(task_id):
+                # The handler is busy: the message waits in its inbox for the next ask.
+                await self.store.append(task_id, [follow_up])
+                self.runner.deliver(task_id, follow_up)
+                return task_id, subscription, None
+            self.runner.check_capacity()
+            working = TaskStatusUpdateEvent(
+                task_id=task_id,
+                context_id=context_id,
+                status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
+            )
+            version = await self.store.append(task_id, [follow_up, working])
+            await self.bus.publish(task_id, version, working)
+            if not self.runner.deliver(task_id, follow_up):
+                # Nobody holds the handler (restart, another worker): run it again with replay.
+                skill = self.agent.route(history[0]) if history else self.agent.route(follow_up)
+                self.runner.start(
+                    skill,
+                    task_id=task_id,
+                    context_id=context_id,
+                    message=history[0] if history else follow_up,
+                    tenant=tenant,
+                    owner=call.owner,
+                    state=TaskState.WORKING,
+                    answers=[*history[1:], follow_up] if history else [],
+                    latest=follow_up,
+                )
+        except BaseException:
+            subscription.close()
+            raise
+        return task_id, subscription, None
+
+    async def _reply(self, skill: Skill, message: Message, context_id: str) -> Message:
+        """Run a message skill inline: it answers directly and creates no task."""
+        assert skill.function is not None
+        context_id = context_id or new_id()
+        arguments = [_message_argument(kind, message) for kind in skill.arguments]
+        try:
+            with anyio.fail_after(self.agent.task_timeout):
+                reply = await skill.function(*arguments)
+        except Exception as exc:
+            raise InternalError(f"The skill {skill.id!r} failed: {exc}") from None
+        if not isinstance(reply, Message):
+            raise InternalError(f"The skill {skill.id!r} did not return a Message")
+        return msgspec.structs.replace(
+            reply, context_id=reply.context_id or context_id, role=Role.AGENT
+        )
+
+    # -- tasks ----------------------------------------------------------------------------------
+
+    async def get_task(self, request: GetTaskRequest, call: CallContext = _ANONYMOUS) -> Task:
+        check_history_length(request.history_length)
+        record = await self._load(request.id, request.tenant, call.owner)
+        return record.snapshot(history_length=request.history_length)
+
+    async def list_tasks(
+        self, request: ListTasksRequest, call: CallContext = _ANONYMOUS
+    ) -> ListTasksResponse:
+        query = list_query(request)
+        tasks, token, total = await self.store.list_tasks(
+            query, tenant=request.tenant, owner=call.owner
+        )
+        return ListTasksResponse(
+            tasks=tasks, next_page_token=token, page_size=query.page_size, total_size=total
+        )
+
+    async def cancel_task(self, request: CancelTaskRequest, call: CallContext = _ANONYMOUS) -> Task:
+        record = await self._load(request.id, request.tenant, call.owner)
+        await self.runner.cancel(record.id, record.context_id, record.state)
+        record = await self._load(request.id, request.tenant, call.owner)
+        if record.state is not TaskState.CANCELED:
+            raise TaskNotCancelableError(
+                f"Task {record.id} is {record.state.value} and can no longer be canceled",
+                metadata={"taskId": record.id},
+            )
+        return record.snapshot()
+
+    async def subscribe_to_task(
+        self, request: SubscribeToTaskRequest, call: CallContext = _ANONYMOUS
+    ) -> TaskStream:
+        self._check_streaming()
+        subscription = self.bus.subscribe(request.id)
+        try:
+            record = await self._load(request.id, request.tenant, call.owner)
+            if record.terminal:
+                raise UnsupportedOperationError(
+                    f"Task {record.id} is {record.state.value}: a finished task has no updates "
+                    "to subscribe to (use GetTask)",
+                    metadata={"taskId": record.id},
+                )
+            snapshot = record.snapshot()
+        except BaseException:
+            subscription.close()
+            raise
+        return TaskStream(StreamResponse(task=snapshot), subscription, record.version)
+
+    # -- push notification configs (not offered yet) -------------------------------------------
+
+    async def create_task_push_notification_config(
+        self, request: TaskPushNotificationConfig, call: CallContext = _ANONYMOUS
+    ) -> TaskPushNotificationConfig:
+        raise _push_unsupported()
+
+    async def get_task_push_notification_config(
+        self, request: GetTaskPushNotificationConfigRequest, call: CallContext = _ANONYMOUS
+    ) -> TaskPushNotificationConfig:
+        raise _push_unsupported()
+
+    async def list_task_push_notification_configs(
+        self, request: ListTaskPushNotificationConfigsRequest, call: CallContext = _ANONYMOUS
+    ) -> ListTaskPushNotificationConfigsResponse:
+        raise _push_unsupported()
+
+    async def delete_task_push_notification_config(
+        self, request: DeleteTaskPushNotificationConfigRequest, call: CallContext = _ANONYMOUS
+    ) -> None:
+        raise _push_unsupported()
+
+    # -- cards ----------------------------------------------------------------------------------
+
+    def card(self) -> AgentCard:
+        return self._card()
+
+    async def get_extended_agent_card(
+        self, request: GetExtendedAgentCardRequest, call: CallContext = _ANONYMOUS
+    ) -> AgentCard:
+        if not self._card().capabilities.extended_agent_card:
+            raise UnsupportedOperationError("This agent does not offer an extended agent card")
+        card = self._extended_card(call) if self._extended_card is not None else None
+        if card is None:
+            raise ExtendedAgentCardNotConfiguredError()
+        return card
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _check_streaming(self) -> None:
+        if not self._card().capabilities.streaming:
+            raise UnsupportedOperationError("This agent does not support streaming")
+
+    async def _load(self, task_id: str, tenant: str, owner: str | None) -> TaskRecord:
+        record = await self.store.load(task_id, tenant=tenant, owner=owner)
+        if record is None:
+            raise TaskNotFoundError(f"Task {task_id} was not found", metadata={"taskId": task_id})
+        return record
+
+    async def _snapshot(self, task_id: str, tenant: str, history_length: int | None) -> Task:
+        record = await self._load(task_id, tenant, None)
+        return record.snapshot(history_length=history_length)
+
+
+def _message_argument(kind: str, message: Message) -> object:
+    if kind == "text":
+        return message.text
+    if kind == "data":
+        return message.data if isinstance(message.data, dict) else {}
+    return message
+
+
+def _history_length(request: SendMessageRequest) -> int | None:
+    return None if request.configuration is None else request.configuration.history_length
+
+
+def _push_unsupported() -> PushNotificationNotSupportedError:
+    return PushNotificationNotSupportedError("This agent does not support push notifications")
+
+
+async def _wait_until_settled(subscription: Subscription) -> None:
+    """Wait for the task to become terminal or interrupted (a blocking SendMessage)."""
+    async for _, event in subscription:
+        if isinstance(event, TaskStatusUpdateEvent) and ends_blocking_wait(event.status.state):
+            return
+
+
+def _wrap(event: BusEvent) -> StreamResponse:
+    if isinstance(event, TaskArtifactUpdateEvent):
+        return StreamResponse(artifact_update=event)
+    return StreamResponse(status_update=event)
+
+
+class TaskStream:
+    """What a streaming operation returns: the first event, then the task's later events.
+
+    ``next`` returns ``None`` when ``timeout`` passes with no event (time for a keep-alive) and
+    raises ``StopAsyncIteration`` at the end: after a closing state, a single message reply, or
+    ``close()`` (the client went away). Iterating with ``async for`` ignores the timeouts.
+    """
+
+    __slots__ = ("_first", "_subscription", "_version")
+
+    def __init__(
+        self, first: StreamResponse, subscription: Subscription | None = None, version: int = 0
+    ) -> None:
+        self._first: StreamResponse | None = first
+        self._subscription = subscription
+        self._version = version
+
+    async def next(self, timeout: float | None = None) -> StreamResponse | None:
+        first = self._first
+        if first is not None:
+            self._first = None
+            return first
+        subscription = self._subscription
+        if subscription is None:
+            raise StopAsyncIteration
+        item = await subscription.next(self._version, timeout)
+        if item is None:
+            return None
+        event = item[1]
+        if isinstance(event, TaskStatusUpdateEvent) and closes_stream(event.status.state):
+            self.close()
+        return _wrap(event)
+
+    def close(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
+
+    def __aiter__(self) -> TaskStream:
+        return self
+
+    async def __anext__(self) -> StreamResponse:
+        item = await self.next()
+        assert item is not None
+        return item

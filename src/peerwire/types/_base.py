@@ -1,0 +1,121 @@
+"""The base every A2A type shares, and the proto enums.
+
+Wire rules live in the base class so no type restates them: camelCase member names, fields
+equal to their proto default omitted (presence fields use ``None`` and are emitted whenever
+set), instances immutable and invisible to the cyclic garbage collector (they never form
+cycles, and a busy server holds hundreds of thousands of them).
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+from typing import Annotated
+
+import msgspec
+
+__all__ = [
+    "Model",
+    "Role",
+    "TaskState",
+    "Timestamp",
+    "now_timestamp",
+    "parse_timestamp",
+]
+
+
+class Model(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename="camel",
+    omit_defaults=True,
+    gc=False,
+):
+    """Base of every A2A object: frozen, keyword-only, ProtoJSON on the wire."""
+
+
+class TaskState(enum.Enum):
+    """The state of a task (facts §3.2). Values are the ProtoJSON names."""
+
+    UNSPECIFIED = "TASK_STATE_UNSPECIFIED"
+    SUBMITTED = "TASK_STATE_SUBMITTED"
+    WORKING = "TASK_STATE_WORKING"
+    COMPLETED = "TASK_STATE_COMPLETED"
+    FAILED = "TASK_STATE_FAILED"
+    CANCELED = "TASK_STATE_CANCELED"
+    INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
+    REJECTED = "TASK_STATE_REJECTED"
+    AUTH_REQUIRED = "TASK_STATE_AUTH_REQUIRED"
+
+    @property
+    def number(self) -> int:
+        """The proto enum number (gRPC wire value)."""
+        return _TASK_STATE_NUMBERS[self]
+
+    @classmethod
+    def from_number(cls, number: int) -> TaskState:
+        return _TASK_STATES_BY_NUMBER[number]
+
+
+_TASK_STATE_NUMBERS = {
+    TaskState.UNSPECIFIED: 0,
+    TaskState.SUBMITTED: 1,
+    TaskState.WORKING: 2,
+    TaskState.COMPLETED: 3,
+    TaskState.FAILED: 4,
+    TaskState.CANCELED: 5,
+    TaskState.INPUT_REQUIRED: 6,
+    TaskState.REJECTED: 7,
+    TaskState.AUTH_REQUIRED: 8,
+}
+_TASK_STATES_BY_NUMBER = {n: s for s, n in _TASK_STATE_NUMBERS.items()}
+
+
+class Role(enum.Enum):
+    """Who authored a message (facts §3.2)."""
+
+    UNSPECIFIED = "ROLE_UNSPECIFIED"
+    USER = "ROLE_USER"
+    AGENT = "ROLE_AGENT"
+
+    @property
+    def number(self) -> int:
+        return _ROLE_NUMBERS[self]
+
+    @classmethod
+    def from_number(cls, number: int) -> Role:
+        return _ROLES_BY_NUMBER[number]
+
+
+_ROLE_NUMBERS = {Role.UNSPECIFIED: 0, Role.USER: 1, Role.AGENT: 2}
+_ROLES_BY_NUMBER = {n: r for r, n in _ROLE_NUMBERS.items()}
+
+# google.protobuf.Timestamp in its JSON form. Kept as the string itself: servers create far more
+# timestamps than they parse, and a str costs no GC tracking. The pattern is RFC 3339 in UTC.
+_RFC3339 = r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$"
+Timestamp = Annotated[str, msgspec.Meta(pattern=_RFC3339)]
+
+
+def now_timestamp() -> str:
+    """The current time as an RFC 3339 UTC timestamp with millisecond precision."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def parse_timestamp(value: str) -> datetime:
+    """Parse a ProtoJSON timestamp (any fraction, ``Z`` or an offset) to an aware datetime."""
+    text = value.strip()
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
+    if "." in text:
+        # datetime.fromisoformat on 3.11 takes at most 6 fractional digits; ProtoJSON allows 9.
+        head, _, rest = text.partition(".")
+        digits = ""
+        while rest and rest[0].isdigit():
+            digits, rest = digits + rest[0], rest[1:]
+        text = f"{head}.{(digits + '000000')[:6]}{rest}"
+    parsed = datetime.fromisoformat(text.replace("t", "T"))
+    if parsed.tzinfo is None:
+        raise ValueError(f"timestamp {value!r} has no time zone")
+    return parsed.astimezone(UTC)
