@@ -104,7 +104,8 @@ MESSAGE_VECTORS = [
     for vector in doc["vectors"]
 ]
 ERROR_VECTORS = [
-    pytest.param(vector, id=vector["name"]) for vector in _load(VECTOR_DIR / "errors.json")["vectors"]
+    pytest.param(vector, id=vector["name"])
+    for vector in _load(VECTOR_DIR / "errors.json")["vectors"]
 ]
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks (run on demand, never inside the test suite)."""

@@ -1,0 +1,39 @@
+"""The benchmark agent, following the bench contract of ``../shared/bench/README.md``.
+
+SendMessage echoes the text as one artifact (submitted -> working -> artifact -> completed);
+``message.metadata.chunks = N`` sends the artifact as N appended chunks instead.
+
+    peerwire serve bench.echo_agent:agent --store memory --port 8000
+"""
+
+from __future__ import annotations
+
+from peerwire import Agent, Message, TaskContext
+
+agent = Agent(
+    "Echo Agent (peerwire)",
+    description="Echoes the input text as a task artifact (benchmark agent).",
+    default_input_modes=["text/plain"],
+    default_output_modes=["text/plain"],
+)
+
+
+@agent.skill(
+    "echo", name="echo", description="Echo the input.", tags=["echo", "bench"], examples=["hello"]
+)
+async def echo(message: Message, ctx: TaskContext) -> str | None:
+    text = message.text
+    chunks = (message.metadata or {}).get("chunks", 0)
+    if not isinstance(chunks, int | float) or chunks <= 0:
+        return text
+    count = int(chunks)
+    artifact_id = f"{ctx.task_id}-echo"
+    for i in range(count):
+        await ctx.add_artifact(
+            f"{text}[{i}]",
+            artifact_id=artifact_id,
+            name="echo",
+            append=i > 0,
+            last_chunk=i == count - 1,
+        )
+    return None

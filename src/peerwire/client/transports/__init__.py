@@ -1,0 +1,1 @@
+"""Client transports: one per binding, all behind ``Transport``."""

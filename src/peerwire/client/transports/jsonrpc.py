@@ -1,0 +1,226 @@
+"""The JSON-RPC 2.0 binding, client side (facts §6.1): POSTs and SSE streams over httpx.
+
+Unary calls POST one request envelope and decode the ``result`` into the expected type.
+Streaming calls ask for ``text/event-stream`` and branch on the answer's Content-Type: an error
+found before the stream started comes back as an ordinary JSON body. A stream ends when the
+server ends the response; a caller that stops early (``aclose``, ``break``) closes the HTTP
+response and sees no error.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, TypeVar
+
+import httpx
+import msgspec
+
+from ...bindings.jsonrpc import encode_request
+from ...bindings.sse import SSEParser
+from ...errors import (
+    A2AError,
+    InvalidResponseError,
+    from_jsonrpc_error,
+    from_rest_error,
+)
+from ...protocol import PROTOCOL_VERSION, format_extensions
+from ...types import AgentInterface, Binding, StreamResponse, decode
+from ._http import client_error, stream_timeout
+from .base import CallOptions, Operation, TransportSettings
+
+__all__ = ["JsonRpcTransport", "create_transport"]
+
+T = TypeVar("T")
+
+_HTTP_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+
+
+class _Envelope(msgspec.Struct):
+    """A JSON-RPC response; ``result`` stays raw until we know what type it must be."""
+
+    jsonrpc: str | msgspec.UnsetType = msgspec.UNSET
+    id: int | str | None | msgspec.UnsetType = msgspec.UNSET
+    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    error: Any | msgspec.UnsetType = msgspec.UNSET
+
+
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
+
+
+class JsonRpcTransport:
+    """Calls one JSON-RPC interface URL through an ``httpx.AsyncClient`` it does not own."""
+
+    binding = Binding.JSONRPC
+
+    def __init__(
+        self,
+        url: str,
+        http: httpx.AsyncClient,
+        *,
+        timeout: float | None = 30.0,
+        stream_idle_timeout: float | None = 60.0,
+    ) -> None:
+        self.url = url
+        self._http = http
+        self._timeout = timeout
+        self._stream_idle_timeout = stream_idle_timeout
+        self._ids = itertools.count(1)
+
+    async def call(
+        self, operation: Operation, request: Any, response_type: type[T], options: CallOptions
+    ) -> T:
+        request_id = next(self._ids)
+        body = encode_request(request_id, operation, request)
+        headers = self._headers(options, accept="application/json")
+        timeout = options.timeout if options.timeout is not None else self._timeout
+        try:
+            response = await self._http.post(self.url, content=body, headers=headers, timeout=timeout)
+        except _HTTP_ERRORS as exc:
+            raise client_error(exc, self.url, operation) from exc
+        result = self._result(response.status_code, response.content, request_id, operation)
+        if response_type is type(None):
+            # Empty: servers answer {} or null (facts §2.3 (10)); there is nothing to read.
+            return None  # type: ignore[return-value]
+        return self._decode(result, response_type, operation)
+
+    async def stream(
+        self, operation: Operation, request: Any, options: CallOptions
+    ) -> AsyncIterator[StreamResponse]:
+        request_id = next(self._ids)
+        body = encode_request(request_id, operation, request)
+        timeout = options.timeout if options.timeout is not None else self._timeout
+        http_request = self._http.build_request(
+            "POST",
+            self.url,
+            content=body,
+            headers=self._headers(options, accept="text/event-stream"),
+            timeout=stream_timeout(timeout, self._stream_idle_timeout),
+        )
+        try:
+            response = await self._http.send(http_request, stream=True)
+        except _HTTP_ERRORS as exc:
+            raise client_error(exc, self.url, operation) from exc
+        try:
+            if not _is_event_stream(response.headers.get("content-type", "")):
+                content = await self._read(response, operation)
+                self._result(response.status_code, content, request_id, operation)
+                raise InvalidResponseError(
+                    f"{operation} to {self.url} answered with a single result instead of an "
+                    f"event stream (Content-Type {response.headers.get('content-type')!r})",
+                    url=self.url,
+                )
+            if response.status_code != 200:
+                content = await self._read(response, operation)
+                raise from_rest_error(response.status_code, content)
+            parser = SSEParser()
+            chunks = response.aiter_bytes()
+            while True:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return
+                except _HTTP_ERRORS as exc:
+                    raise client_error(exc, self.url, f"the {operation} stream") from exc
+                for data in parser.feed(chunk):
+                    yield self._event(data, request_id, operation)
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        """Nothing to release: the HTTP client belongs to whoever built this transport."""
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _headers(self, options: CallOptions, *, accept: str) -> dict[str, str]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": accept,
+            "A2A-Version": PROTOCOL_VERSION,
+            **options.headers,
+        }
+        if options.extensions:
+            headers["A2A-Extensions"] = format_extensions(options.extensions)
+        return headers
+
+    async def _read(self, response: httpx.Response, operation: str) -> bytes:
+        try:
+            return await response.aread()
+        except _HTTP_ERRORS as exc:
+            raise client_error(exc, self.url, operation) from exc
+
+    def _result(self, status: int, content: bytes, request_id: int, operation: str) -> bytes:
+        """The raw ``result`` of a response, or the error it carries raised."""
+        envelope = self._envelope(content)
+        if envelope is None:
+            if status != 200:
+                # Rejected before JSON-RPC got involved (401, 403, 404, 5xx from a proxy).
+                raise from_rest_error(status, content)
+            raise self._invalid(operation, f"its body is not a JSON-RPC response: {_excerpt(content)}")
+        if not isinstance(envelope.error, msgspec.UnsetType):
+            raise from_jsonrpc_error(envelope.error)
+        if status != 200:
+            raise from_rest_error(status, content)
+        if envelope.id != request_id:
+            raise self._invalid(operation, f"it answers request id {envelope.id!r}, not {request_id}")
+        if isinstance(envelope.result, msgspec.UnsetType):
+            raise self._invalid(operation, "it has neither a result nor an error")
+        return bytes(envelope.result)
+
+    def _event(self, data: bytes, request_id: int, operation: str) -> StreamResponse:
+        envelope = self._envelope(data)
+        if envelope is None:
+            raise self._invalid(operation, f"a stream event is not a JSON-RPC response: {_excerpt(data)}")
+        if not isinstance(envelope.error, msgspec.UnsetType):
+            raise from_jsonrpc_error(envelope.error)
+        if envelope.id != request_id:
+            raise self._invalid(operation, f"a stream event answers request id {envelope.id!r}")
+        if isinstance(envelope.result, msgspec.UnsetType):
+            raise self._invalid(operation, "a stream event has neither a result nor an error")
+        return self._decode(bytes(envelope.result), StreamResponse, operation)
+
+    def _envelope(self, content: bytes) -> _Envelope | None:
+        try:
+            envelope = _envelope_decoder.decode(content)
+        except msgspec.DecodeError:
+            return None
+        if envelope.jsonrpc != "2.0" or (
+            isinstance(envelope.result, msgspec.UnsetType)
+            and isinstance(envelope.error, msgspec.UnsetType)
+            and isinstance(envelope.id, msgspec.UnsetType)
+        ):
+            return None
+        return envelope
+
+    def _decode(self, raw: bytes, type_: type[T], operation: str) -> T:
+        try:
+            return decode(raw, type_, path="result")
+        except A2AError as exc:
+            # The server's answer does not fit the protocol: not the caller's invalid params.
+            raise self._invalid(operation, f"its result is not a valid {type_.__name__}: {exc}")
+
+    def _invalid(self, operation: str, why: str) -> InvalidResponseError:
+        return InvalidResponseError(
+            f"{operation} to {self.url} got an invalid answer: {why}", url=self.url
+        )
+
+
+def _is_event_stream(content_type: str) -> bool:
+    return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+def _excerpt(content: bytes, limit: int = 200) -> str:
+    text = " ".join(content.decode("utf-8", errors="replace").split())
+    if not text:
+        return "(empty body)"
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def create_transport(interface: AgentInterface, settings: TransportSettings) -> JsonRpcTransport:
+    """The registry's factory for ``JSONRPC`` interfaces."""
+    return JsonRpcTransport(
+        interface.url,
+        settings.http,
+        timeout=settings.timeout,
+        stream_idle_timeout=settings.stream_idle_timeout,
+    )

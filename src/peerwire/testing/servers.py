@@ -1,0 +1,135 @@
+"""A real server on loopback, or the app in process: the two ways a test reaches an agent.
+
+``live_server`` binds port 0 on 127.0.0.1 *before* building the app, so the card advertises the
+address clients really use and no other process can take the port in between. uvicorn runs in
+the caller's event loop, in a task the context manager owns, so handlers, tests and the server
+share one loop (a test may await an event its handler sets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import socket
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import httpx
+
+from ..server import A2AApp, Agent, create_app
+
+__all__ = ["AppSource", "in_process", "live_server"]
+
+AppSource = Agent | A2AApp | Callable[[str], A2AApp]
+"""An agent (the app is built for the real URL), a ready app, or ``factory(public_url)``."""
+
+_LOOPBACK = "127.0.0.1"
+_STARTUP_TIMEOUT_S = 30.0
+# Open connections get this long beyond the runner's own grace before uvicorn drops them.
+_CONNECTION_SLACK_S = 2.0
+
+
+@contextlib.asynccontextmanager
+async def live_server(source: AppSource, **create_app_options: Any) -> AsyncIterator[str]:
+    """Serve ``source`` with uvicorn on 127.0.0.1 and a free port; yield its base URL.
+
+    ``create_app_options`` go to ``create_app`` (only when ``source`` is an ``Agent``); the
+    card's ``public_url`` is the real address. On exit the server shuts down gracefully:
+    open requests finish, then the runner gives working tasks their shutdown grace. Works in
+    a test body and in an async fixture alike.
+    """
+    import uvicorn  # the "server" extra; imported here so peerwire.testing imports without it
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((_LOOPBACK, 0))
+        url = f"http://{_LOOPBACK}:{sock.getsockname()[1]}"
+        app = _build(source, url, create_app_options)
+        grace = app.dispatcher.runner.shutdown_grace
+        config = uvicorn.Config(
+            app,
+            http="httptools",
+            ws="none",
+            lifespan="on",
+            log_config=None,  # leave the test's (or user's) logging configuration alone
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=math.ceil(grace + _CONNECTION_SLACK_S),
+        )
+        server = uvicorn.Server(config)
+        # One task owned by this context manager, awaited on every exit path. Not a task
+        # group around the ``yield``: pytest-asyncio runs a fixture's setup and teardown in
+        # different tasks, and a cancel scope must be exited in the task that entered it.
+        serving = asyncio.get_running_loop().create_task(
+            _serve(server, sock), name=f"peerwire live_server {url}"
+        )
+        try:
+            await _wait_started(server, serving)
+            yield url
+        finally:
+            await _stop(server, serving, limit=2 * grace + 2 * _CONNECTION_SLACK_S + 5)
+        serving.result()  # a server that crashed while the caller used it fails the caller
+    finally:
+        sock.close()
+
+
+async def _serve(server: Any, sock: socket.socket) -> None:
+    # uvicorn says "startup failed" with SystemExit; _wait_started reports it instead.
+    with contextlib.suppress(SystemExit):
+        await server.serve(sockets=[sock])
+
+
+async def _wait_started(server: Any, serving: asyncio.Task[None]) -> None:
+    with anyio.fail_after(_STARTUP_TIMEOUT_S):
+        # uvicorn offers a flag, not an event: poll it, bounded by the startup timeout.
+        while not server.started and not serving.done():  # noqa: ASYNC110
+            await anyio.sleep(0.005)
+    if not server.started:
+        raise RuntimeError("the server did not start: see the log for the application's error")
+
+
+async def _stop(server: Any, serving: asyncio.Task[None], limit: float) -> None:
+    """Ask uvicorn to shut down and wait for it, even if the caller is being cancelled."""
+    server.should_exit = True
+    with anyio.CancelScope(shield=True):
+        # uvicorn bounds each step of its shutdown; ``limit`` bounds them all together.
+        await asyncio.wait({serving}, timeout=limit)
+        if not serving.done():
+            server.force_exit = True
+            await asyncio.wait({serving}, timeout=_CONNECTION_SLACK_S)
+        if not serving.done():
+            serving.cancel()
+            await asyncio.wait({serving})
+
+
+def _build(source: AppSource, public_url: str, options: dict[str, Any]) -> A2AApp:
+    if isinstance(source, Agent):
+        return create_app(source, public_url=public_url, **options)
+    if options:
+        raise TypeError(
+            f"create_app options ({', '.join(sorted(options))}) apply only to an Agent, "
+            "not to a ready app"
+        )
+    if isinstance(source, A2AApp):
+        return source
+    return source(public_url)
+
+
+@contextlib.asynccontextmanager
+async def in_process(
+    source: Agent | A2AApp, **create_app_options: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An ``httpx.AsyncClient`` calling the app in process, its lifespan entered.
+
+    Requests go to ``http://testserver``. httpx's ASGI transport hands over a response only
+    when the app has finished it, so a stream is seen whole once it ends.
+    """
+    app = _build(source, "http://testserver", create_app_options)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.lifespan(),
+        httpx.AsyncClient(transport=transport, base_url="http://testserver") as client,
+    ):
+        yield client
