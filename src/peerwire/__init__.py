@@ -14,6 +14,7 @@ Serve it with ``peerwire serve module:agent`` (or ``peerwire.serve(agent)``).
 """
 
 from . import errors, types
+from .client import Client
 from .server import Agent, AgentExecutor, TaskContext, create_app, serve
 from .types import (
     AgentCard,
@@ -34,6 +35,7 @@ __all__ = [
     "AgentCard",
     "AgentExecutor",
     "Artifact",
+    "Client",
     "Message",
     "Part",
     "Role",

@@ -317,15 +317,45 @@ class VersionNotSupportedError(A2AError):
 
 
 class AuthenticationError(A2AError):
-    """Missing or invalid credentials. JSON-RPC has no code for it: answer with HTTP 401."""
+    """Missing or invalid credentials. JSON-RPC has no code for it: answer with HTTP 401.
+
+    ``www_authenticate`` is the challenge for the HTTP bindings' ``WWW-Authenticate`` header
+    (``""``: the binding uses its authenticator's generic challenge). It never travels in
+    the error body.
+    """
 
     default_message = "Authentication required"
 
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        www_authenticate: str = "",
+        metadata: Mapping[str, str] | None = None,
+        field_violations: Iterable[FieldViolation] = (),
+    ) -> None:
+        super().__init__(message, metadata=metadata, field_violations=field_violations)
+        self.www_authenticate = www_authenticate
+
 
 class PermissionDeniedError(A2AError):
-    """Valid credentials without the needed rights. JSON-RPC has no code: answer with HTTP 403."""
+    """Valid credentials without the needed rights. JSON-RPC has no code: answer with HTTP 403.
+
+    ``www_authenticate`` as for ``AuthenticationError`` (RFC 6750 ``insufficient_scope``).
+    """
 
     default_message = "Permission denied"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        www_authenticate: str = "",
+        metadata: Mapping[str, str] | None = None,
+        field_violations: Iterable[FieldViolation] = (),
+    ) -> None:
+        super().__init__(message, metadata=metadata, field_violations=field_violations)
+        self.www_authenticate = www_authenticate
 
 
 class IllegalTransitionError(InvalidAgentResponseError):

@@ -3,7 +3,11 @@
 Decisions where the spec is silent: request ids are echoed exactly (a string stays a string, a
 number a number); batches, requests without an id, ids that are null, fractional or boolean
 are ``InvalidRequestError`` (-32600); an error found before the id is known answers with
-``"id": null``.
+``"id": null``. Authentication and permission errors have no JSON-RPC code (facts §7.3): they
+are answered at HTTP level (``response_status``: 401 / 403) with a JSON-RPC error body all the
+same, whose code is ``HTTP_LEVEL_ERROR_CODE`` (-32000, JSON-RPC's implementation-defined
+server error) and whose ErrorInfo reason (``UNAUTHENTICATED`` / ``PERMISSION_DENIED``) names
+the error.
 """
 
 from __future__ import annotations
@@ -13,7 +17,14 @@ from typing import Any
 
 import msgspec
 
-from ..errors import A2AError, InvalidRequestError, JSONParseError, MethodNotFoundError
+from ..errors import (
+    A2AError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+    error_details,
+    wire_info,
+)
 from ..errors import to_jsonrpc_error as _error_object
 from ..types import (
     CancelTaskRequest,
@@ -31,6 +42,7 @@ from ..types import (
 )
 
 __all__ = [
+    "HTTP_LEVEL_ERROR_CODE",
     "METHODS",
     "Method",
     "Request",
@@ -39,7 +51,10 @@ __all__ = [
     "encode_request",
     "encode_result",
     "request_id_of",
+    "response_status",
 ]
+
+HTTP_LEVEL_ERROR_CODE = -32000
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +186,22 @@ def encode_result(request_id: bytes, result: Any) -> bytes:
 
 
 def encode_error(request_id: bytes, error: A2AError) -> bytes:
-    return b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (request_id, encode(_error_object(error)))
+    if wire_info(error).jsonrpc_code is None:
+        obj = {
+            "code": HTTP_LEVEL_ERROR_CODE,
+            "message": error.message,
+            "data": error_details(error),
+        }
+    else:
+        obj = _error_object(error)
+    return b'{"jsonrpc":"2.0","id":%b,"error":%b}' % (request_id, encode(obj))
+
+
+def response_status(error: A2AError) -> int:
+    """The HTTP status of a response carrying ``error``: 200, except for the errors JSON-RPC
+    answers at HTTP level (401 authentication, 403 permission)."""
+    info = wire_info(error)
+    return 200 if info.jsonrpc_code is not None else info.http_status
 
 
 def encode_request(request_id: int | str, method: str, params: Any) -> bytes:

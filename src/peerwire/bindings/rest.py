@@ -47,7 +47,7 @@ from ..errors import (
     MethodNotFoundError,
     to_rest_error,
 )
-from ..types import decode, encode, from_builtins
+from ..types import Timestamp, decode, encode, from_builtins
 from .jsonrpc import METHODS
 
 __all__ = [
@@ -74,6 +74,7 @@ VERSION_PARAM = "A2A-Version"
 
 _INT32 = (-(2**31), 2**31 - 1)
 _HEX_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_TIMESTAMP_PATTERN = getattr(mi.type_info(Timestamp), "pattern", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,20 +201,26 @@ def _field(name: str, wire: str, type_: mi.Type, info: mi.Field | None = None) -
     default = info.default if info is not None else None
     if info is not None and info.default_factory is not msgspec.NODEFAULT:
         default = info.default_factory()
-    common = {"name": name, "wire": wire, "required": required, "default": default}
+    kind, enum, pattern, item = _kind_of(name, wire, type_)
+    return _Field(name, wire, kind, required, default, enum=enum, pattern=pattern, item=item)
+
+
+def _kind_of(
+    name: str, wire: str, type_: mi.Type
+) -> tuple[str, type[Enum] | None, str | None, _Field | None]:
     if isinstance(type_, mi.StrType):
-        return _Field(kind="pattern" if type_.pattern else "str", pattern=type_.pattern, **common)
+        return ("pattern" if type_.pattern else "str"), None, type_.pattern, None
     if isinstance(type_, mi.BoolType):
-        return _Field(kind="bool", **common)
+        return "bool", None, None, None
     if isinstance(type_, mi.IntType):
-        return _Field(kind="int", **common)
+        return "int", None, None, None
     if isinstance(type_, mi.EnumType):
-        return _Field(kind="enum", enum=type_.cls, **common)
+        return "enum", type_.cls, None, None
     if isinstance(type_, mi.ListType):
         item = _field(name, wire, type_.item_type)
         if item.kind not in ("", "list"):
-            return _Field(kind="list", item=item, **common)
-    return _Field(kind="", **common)
+            return "list", None, None, item
+    return "", None, None, None  # an object: it cannot travel in a query
 
 
 def _route(operation: str, method: str, template: str, has_body: bool) -> Route:
@@ -257,9 +264,6 @@ _BY_SHAPE: dict[tuple[int, str], list[Route]] = {}
 for _r in ROUTES:
     _BY_SHAPE.setdefault((len(_r.segments), _r.verb), []).append(_r)
 del _r
-_BY_OPERATION: dict[tuple[str, str, bool], Route] = {
-    (r.operation, r.method, r.tenant_variant): r for r in ROUTES
-}
 
 
 def route_for(operation: str, method: str | None = None, *, tenant: bool = False) -> Route:
@@ -303,20 +307,14 @@ def match_route(method: str, path: str) -> RouteMatch | MethodNotAllowed:
             values = route.bind(raw_segments)
             if values is None:
                 continue
-            decoded = {name: _decode_segment(name, raw) for name, raw in values.items()}
-            allow = tuple(
-                r.method
-                for r in _BY_SHAPE[(len(raw_segments), verb)]
-                if r.segments == route.segments
-            )
-            if method not in allow:
-                return MethodNotAllowed(path, method, allow)
-            chosen = next(
-                r
-                for r in _BY_SHAPE[(len(raw_segments), verb)]
-                if r.segments == route.segments and r.method == method
-            )
-            return RouteMatch(chosen, decoded)
+            siblings = [
+                r for r in _BY_SHAPE[(len(raw_segments), verb)] if r.segments == route.segments
+            ]
+            for sibling in siblings:
+                if sibling.method == method:
+                    decoded = {name: _decode_segment(name, raw) for name, raw in values.items()}
+                    return RouteMatch(sibling, decoded)
+            return MethodNotAllowed(path, method, tuple(r.method for r in siblings))
     raise _not_found(method, path)
 
 
@@ -410,9 +408,9 @@ def _from_query(route: Route, path_values: Mapping[str, str], query: str | bytes
                 raise _conflict(field.wire, "query")
         values[field.name] = value
     for field in route.query_fields:
-        given = params.pop(field.wire, []) + params.pop(field.name, [])
-        if given:
-            values[field.name] = _query_value(field, given)
+        texts = params.pop(field.wire, []) + params.pop(field.name, [])
+        if texts:
+            values[field.name] = _query_value(field, texts)
     return route.request_type(**values)
 
 
@@ -485,11 +483,13 @@ def _enum_value(field: _Field, enum: type[Enum], text: str) -> Any:
         return enum(text)
     except ValueError:
         names = ", ".join(str(member.value) for member in enum)
-        raise _invalid(field.wire, f"must be one of {names} (or its number), got {text!r}") from None
+        raise _invalid(
+            field.wire, f"must be one of {names} (or its number), got {text!r}"
+        ) from None
 
 
 def _pattern_hint(field: _Field) -> str:
-    if field.wire.endswith(("Timestamp", "TimestampAfter", "Time")) or "Timestamp" in field.wire:
+    if field.pattern == _TIMESTAMP_PATTERN:
         return "must be an RFC 3339 timestamp with a time zone, such as 2025-11-09T10:30:00Z"
     return f"must match {field.pattern}"
 
@@ -542,7 +542,8 @@ def _fill_template(route: Route, request: Any) -> str:
             value = getattr(request, field.name)
             if not value:
                 raise _invalid(field.wire, "must not be empty: it is part of the path")
-            segment = quote(value, safe="")
+            # "." and ".." would be dot segments that URL libraries remove (RFC 3986 5.2.4).
+            segment = "%2E" * len(value) if value in (".", "..") else quote(value, safe="")
         parts.append(segment)
     path = "/" + "/".join(parts)
     return f"{path}:{route.verb}" if route.verb else path

@@ -14,8 +14,10 @@ __all__ = ["KEEPALIVE", "SSEParser", "frame", "iter_events"]
 KEEPALIVE = b": keep-alive\n\n"
 
 
-def frame(payload: bytes) -> bytes:
-    """One SSE event carrying ``payload`` (a compact JSON document)."""
+def frame(payload: bytes, event: bytes = b"") -> bytes:
+    """One SSE event carrying ``payload`` (a compact JSON document), named ``event`` if given."""
+    if event:
+        return b"event: %b\ndata: %b\n\n" % (event, payload)
     return b"data: %b\n\n" % payload
 
 
@@ -29,15 +31,26 @@ class SSEParser:
     def __init__(self) -> None:
         self._buffer = b""
         self._data: list[bytes] = []
+        # A chunk that ended in CR ended a line; an LF opening the next chunk completes that
+        # CRLF and is no line of its own. (Waiting for the next chunk instead would hold an
+        # event back until the server sends something else.)
+        self._after_cr = False
 
     def feed(self, chunk: bytes) -> list[bytes]:
+        if self._after_cr and chunk:
+            self._after_cr = False
+            if chunk.startswith(b"\n"):
+                chunk = chunk[1:]
         self._buffer += chunk
         events: list[bytes] = []
         while True:
-            line, separator, rest = _split_line(self._buffer)
-            if not separator:
+            match = _EOL.search(self._buffer)
+            if match is None:
                 return events
-            self._buffer = rest
+            line = self._buffer[: match.start()]
+            self._buffer = self._buffer[match.end() :]
+            if match.group() == b"\r" and not self._buffer:
+                self._after_cr = True
             if not line:
                 if self._data:
                     events.append(b"\n".join(self._data))
@@ -51,13 +64,6 @@ class SSEParser:
 
 
 _EOL = re.compile(rb"\r\n|\r|\n")
-
-
-def _split_line(buffer: bytes) -> tuple[bytes, bytes, bytes]:
-    match = _EOL.search(buffer)
-    if match is None or (match.group() == b"\r" and match.end() == len(buffer)):
-        return b"", b"", buffer  # no complete line yet (a final CR may be half of CRLF)
-    return buffer[: match.start()], match.group(), buffer[match.end() :]
 
 
 async def iter_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

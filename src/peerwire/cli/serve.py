@@ -5,11 +5,14 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from datetime import timedelta
 from typing import Annotated
 
 import typer
 
 from ..server import Agent, serve
+from ..server.app import INTERFACE_NAMES
+from ..server.stores import TaskStore, open_store
 from ._app import app
 
 
@@ -43,7 +46,16 @@ def serve_command(
     public_url: Annotated[
         str | None, typer.Option(help="Base URL the card advertises (default http://HOST:PORT).")
     ] = None,
-    store: Annotated[str, typer.Option(help="Task store: memory.")] = "memory",
+    store: Annotated[
+        str,
+        typer.Option(
+            help="Task store: sqlite:PATH (durable: survives kill -9) or memory (lost on exit)."
+        ),
+    ] = "sqlite:./peerwire.db",
+    retain_finished: Annotated[
+        float | None,
+        typer.Option(help="Delete finished tasks after this many days (default: keep them)."),
+    ] = None,
     max_working: Annotated[
         int, typer.Option(help="Most tasks working at once; more are refused as busy.")
     ] = 10_000,
@@ -57,8 +69,17 @@ def serve_command(
         bool, typer.Option(help="Take requests without A2A-Version as 1.0 (not 0.3).")
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+    grpc: Annotated[bool, typer.Option(help="Also serve gRPC (when grpcio is installed).")] = True,
+    grpc_port: Annotated[
+        int, typer.Option(help="gRPC port on HOST; 0 picks a free one (the card lists it).")
+    ] = 0,
+    interfaces: Annotated[
+        str,
+        typer.Option(help="The card's interfaces in preference order, comma-separated."),
+    ] = "jsonrpc,rest,grpc",
 ) -> None:
     """Serve an agent: its card, JSON-RPC endpoint and streams."""
+    task_store = _store(store, retain_finished)
     agent = load_agent(target)
     serve(
         agent,
@@ -66,9 +87,36 @@ def serve_command(
         port=port,
         public_url=public_url,
         log_level=log_level,
-        store=store,
+        store=task_store,
         max_working=max_working,
         shutdown_grace=shutdown_grace,
         max_body_bytes=max_body_bytes,
         lenient_version=lenient_version,
+        grpc=grpc,
+        grpc_port=grpc_port,
+        interface_order=_interface_names(interfaces),
     )
+
+
+def _store(spec: str, retain_days: float | None) -> TaskStore:
+    if retain_days is not None and retain_days <= 0:
+        raise typer.BadParameter(
+            "must be a positive number of days", param_hint="--retain-finished"
+        )
+    retain = None if retain_days is None else timedelta(days=retain_days)
+    try:
+        return open_store(spec, retain_finished=retain)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--store") from None
+
+
+def _interface_names(text: str) -> list[str]:
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in INTERFACE_NAMES]
+    if unknown:
+        known = ",".join(INTERFACE_NAMES)
+        raise typer.BadParameter(
+            f"unknown interface(s) {', '.join(unknown)} (known: {known})",
+            param_hint="--interfaces",
+        )
+    return names

@@ -33,7 +33,7 @@ ASGIApp = Callable[
 log = logging.getLogger("peerwire.client")
 
 _END = None  # queued after the last body chunk
-_BROKEN = httpx.RemoteProtocolError("the in-process app failed in the middle of its response")
+_DISCONNECT_GRACE_S = 0.5
 
 
 class StreamingASGITransport(httpx.AsyncBaseTransport):
@@ -82,7 +82,7 @@ class _Exchange:
         self._body: bytes | None = body
         self._started = asyncio.Event()
         self._gone = asyncio.Event()  # the response finished or the client closed it
-        self._chunks: asyncio.Queue[bytes | None | Exception] = asyncio.Queue()
+        self._chunks: asyncio.Queue[bytes | Exception | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._complete = False
         self.status = 500
@@ -106,17 +106,21 @@ class _Exchange:
             self.status, self.headers = 500, []
             self._chunks.put_nowait(_END)
 
-    async def next_chunk(self, timeout: float | None) -> bytes | None | Exception:
+    async def next_chunk(self, timeout: float | None) -> bytes | Exception | None:
         try:
             return await asyncio.wait_for(self._chunks.get(), timeout)
         except TimeoutError:
             raise httpx.ReadTimeout("the in-process app sent nothing in time") from None
 
     async def close(self) -> None:
-        """The client is done: the app sees a disconnect; a still running app is stopped."""
+        """The client is done: the app sees a disconnect, and is stopped if it ignores it."""
         self._gone.set()
         task = self._task
-        if task is not None and not task.done():
+        if task is None or task.done():
+            return
+        # An app that watches for the disconnect (peerwire's does) ends by itself at once.
+        await asyncio.wait({task}, timeout=_DISCONNECT_GRACE_S)
+        if not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait({task})
@@ -128,7 +132,8 @@ class _Exchange:
             log.exception("peerwire: the in-process app failed")
             if self._started.is_set() and not self._complete:
                 # Died mid-response: the client sees the connection break.
-                self._chunks.put_nowait(_BROKEN)
+                broken = "the in-process app failed in the middle of its response"
+                self._chunks.put_nowait(httpx.RemoteProtocolError(broken))
             return
         if self._started.is_set() and not self._complete:
             self._chunks.put_nowait(_END)

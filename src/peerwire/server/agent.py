@@ -26,6 +26,7 @@ from ..types import (
     Message,
     SecurityRequirement,
     SecurityScheme,
+    StringList,
 )
 from .context import TaskContext
 
@@ -60,8 +61,10 @@ class Skill:
     replies_with_message: bool = False
     executor: AgentExecutor | None = None
     on_cancel: Callable[[TaskContext], Awaitable[None]] | None = field(default=None)
+    scopes: tuple[str, ...] = ()
+    """Scopes a caller needs for this skill (enforced by the dispatcher)."""
 
-    def card_entry(self) -> AgentSkill:
+    def card_entry(self, requirements: Sequence[SecurityRequirement] = ()) -> AgentSkill:
         return AgentSkill(
             id=self.id,
             name=self.name,
@@ -70,6 +73,7 @@ class Skill:
             examples=list(self.examples),
             input_modes=list(self.input_modes),
             output_modes=list(self.output_modes),
+            security_requirements=list(requirements),
         )
 
 
@@ -140,8 +144,15 @@ class Agent:
         examples: Sequence[str] = (),
         input_modes: Sequence[str] = (),
         output_modes: Sequence[str] = (),
+        scopes: Sequence[str] = (),
     ) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
-        """Declare an async function as a skill (see the module docstring for its signature)."""
+        """Declare an async function as a skill (see the module docstring for its signature).
+
+        ``scopes``: what a caller must be granted to use the skill (OAuth scopes, or roles an
+        API key or certificate maps to); a message routed here without them is refused with
+        ``PermissionDeniedError``. The card publishes them as the skill's
+        ``securityRequirements``.
+        """
 
         def register(function: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             if not inspect.iscoroutinefunction(function):
@@ -161,6 +172,7 @@ class Agent:
                     function=function,
                     arguments=arguments,
                     replies_with_message=replies,
+                    scopes=tuple(scopes),
                 )
             )
             return function
@@ -176,6 +188,7 @@ class Agent:
         description: str | None = None,
         tags: Sequence[str] = (),
         examples: Sequence[str] = (),
+        scopes: Sequence[str] = (),
     ) -> None:
         """Serve a skill with an executor object whose ``execute(ctx)`` drives the task."""
         self._add(
@@ -189,6 +202,7 @@ class Agent:
                 output_modes=(),
                 function=None,
                 executor=executor,
+                scopes=tuple(scopes),
             )
         )
 
@@ -202,7 +216,11 @@ class Agent:
         def register(
             hook: Callable[[TaskContext], Awaitable[None]],
         ) -> Callable[[TaskContext], Awaitable[None]]:
-            skill = self._skills[skill_id]
+            skill = self._skills.get(skill_id)
+            if skill is None:
+                raise ValueError(
+                    f"on_cancel: no skill {skill_id!r} is declared (yet); declare it first"
+                )
             self._skills[skill_id] = _replace(skill, on_cancel=hook)
             return hook
 
@@ -268,9 +286,50 @@ class Agent:
             security_requirements=list(self.security_requirements),
             default_input_modes=list(self.default_input_modes),
             default_output_modes=list(self.default_output_modes),
-            skills=[s.card_entry() for s in self._skills.values()],
+            skills=[s.card_entry(self.skill_requirements(s)) for s in self._skills.values()],
             icon_url=self.icon_url,
         )
+
+    def skill_requirements(self, skill: Skill) -> list[SecurityRequirement]:
+        """A skill's ``securityRequirements``: the card's alternatives, each asking for the
+        skill's scopes on its OAuth2/OpenID Connect schemes (on its first scheme when it has
+        none, where scopes act as roles)."""
+        if not skill.scopes:
+            return []
+        if not self.security_schemes:
+            raise ValueError(
+                f"skill {skill.id!r} requires scopes, but the agent declares no security "
+                "schemes that could grant them"
+            )
+        alternatives = [r for r in self.security_requirements if r.schemes] or [
+            SecurityRequirement(schemes={name: StringList()}) for name in self.security_schemes
+        ]
+        scoped: list[SecurityRequirement] = []
+        for alternative in alternatives:
+            names = [n for n in alternative.schemes if _grants_scopes(self.security_schemes.get(n))]
+            targets = names or list(alternative.schemes)[:1]
+            scoped.append(
+                SecurityRequirement(
+                    schemes={
+                        name: StringList(list=_union(needed.list, skill.scopes))
+                        if name in targets
+                        else needed
+                        for name, needed in alternative.schemes.items()
+                    }
+                )
+            )
+        return scoped
+
+
+def _grants_scopes(scheme: SecurityScheme | None) -> bool:
+    return scheme is not None and (
+        scheme.oauth2_security_scheme is not None
+        or scheme.open_id_connect_security_scheme is not None
+    )
+
+
+def _union(first: Sequence[str], then: Sequence[str]) -> list[str]:
+    return [*first, *(scope for scope in then if scope not in first)]
 
 
 def _replace(skill: Skill, **changes: Any) -> Skill:

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from ..types import AgentInterface, Binding
+import msgspec
+
+from ..types import AgentCard, AgentInterface, Binding
 from .agent import Agent
 from .asgi import A2AApp
 from .bus import EventBus, MemoryBus
-from .dispatch import Dispatcher
+from .dispatch import CallContext, Dispatcher
 from .runner import Runner
 from .stores import TaskStore, open_store
 
-__all__ = ["create_app", "serve"]
+if TYPE_CHECKING:
+    from ..security import Authenticator, CardSigner, Principal, Verifier
+
+__all__ = ["INTERFACE_NAMES", "create_app", "serve"]
+
+# The names ``interface_order=`` (``peerwire serve --interfaces``) orders the card's list by.
+INTERFACE_NAMES = {"jsonrpc": Binding.JSONRPC, "rest": Binding.HTTP_JSON, "grpc": Binding.GRPC}
 
 
 def create_app(
@@ -23,18 +33,46 @@ def create_app(
     bus: EventBus | None = None,
     public_url: str = "http://127.0.0.1:8000",
     rpc_path: str = "/",
+    rest_path: str | None = "/rest",
     lenient_version: bool = False,
     max_working: int = 10_000,
     shutdown_grace: float = 10.0,
     max_body_bytes: int = 10 * 1024 * 1024,
     card_max_age: int = 300,
+    keepalive_seconds: float = 15.0,
+    grpc_port: int | None = None,
+    grpc_host: str = "127.0.0.1",
+    grpc_public_address: str | None = None,
+    interface_order: Sequence[str] = ("jsonrpc", "rest", "grpc"),
+    auth: Authenticator | Mapping[str, Verifier] | None = None,
+    signing_key: CardSigner | Any = None,
+    extended_card: AgentCard | Callable[[Principal], AgentCard | None] | None = None,
 ) -> A2AApp:
-    """An ASGI application serving ``agent`` over JSON-RPC, with its card.
+    """An ASGI application serving ``agent`` over JSON-RPC and HTTP+JSON, with its card.
 
     ``store`` is a ``TaskStore`` or a spec: ``"memory"``, ``"sqlite:PATH"``.
     ``public_url`` is the base URL the card advertises. ``lenient_version`` accepts requests
     without ``A2A-Version`` as 1.0 (strictly, a missing header means 0.3 and is refused).
+    ``keepalive_seconds``: how long an idle stream waits before a keep-alive comment.
+    ``rest_path`` is where the HTTP+JSON binding lives (``None``: not served).
+    ``grpc_port`` also serves the gRPC binding (needs grpcio), started in the app's lifespan
+    on ``grpc_host`` (``0``: a free port; ``None``, the default: not served); the card lists
+    it as ``grpc_public_address``, by default ``public_url``'s host and the bound port.
+    ``interface_order`` orders the card's interfaces, first preferred, by the names
+    ``"jsonrpc"``, ``"rest"``, ``"grpc"`` (bindings not served are skipped, served ones not
+    named come last).
+
+    ``auth`` enforces the card's security requirements (required when the agent declares
+    any): an ``Authenticator`` built for this agent's card, or the verifier of each scheme
+    name (``{"oidc": OIDCVerifier(audience=...)}``). Every request but the public card is
+    authenticated; tasks belong to the caller's principal. For now only the JSON-RPC binding
+    authenticates, so ``auth`` needs ``rest_path=None`` and no ``grpc_port``.
+    ``signing_key`` signs the card (and extended cards): a ``CardSigner``, or a private key
+    (joserfc key, JWK dict, PEM) for one. ``extended_card`` offers GetExtendedAgentCard to
+    authenticated callers: a card, or a function of the caller's ``Principal`` returning
+    their card (``None``: not configured for them).
     """
+    order = _interface_order(interface_order)
     task_store = open_store(store) if isinstance(store, str) else store
     event_bus = bus if bus is not None else MemoryBus()
     runner = Runner(
@@ -47,8 +85,37 @@ def create_app(
             protocol_version="1.0",
         )
     ]
-    card = agent.card(interfaces)
-    dispatcher = Dispatcher(agent, task_store, event_bus, runner, lambda: card)
+    if rest_path is not None:
+        interfaces.append(
+            AgentInterface(
+                url=public_url.rstrip("/") + rest_path.rstrip("/"),
+                protocol_binding=Binding.HTTP_JSON,
+                protocol_version="1.0",
+            )
+        )
+    http_interfaces = tuple(interfaces)
+    signer = _signer(signing_key)
+
+    def publish(interfaces: Sequence[AgentInterface]) -> AgentCard:
+        published = agent.card(interfaces, extended_agent_card=extended_card is not None)
+        return signer.sign(published) if signer is not None else published
+
+    # A list so the lifespan can add the gRPC interface once its port is bound.
+    card: list[AgentCard] = [publish(_ordered(http_interfaces, order))]
+    authenticator = _authenticator(auth, card[0], extended_card is not None)
+    if authenticator is not None and (rest_path is not None or grpc_port is not None):
+        raise ValueError(
+            "auth= is enforced on the JSON-RPC binding only so far: pass rest_path=None and "
+            "no grpc_port, so no binding serves the agent unauthenticated"
+        )
+    dispatcher = Dispatcher(
+        agent,
+        task_store,
+        event_bus,
+        runner,
+        lambda: card[0],
+        extended_card=_extended(extended_card, signer),
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:
@@ -56,7 +123,27 @@ def create_app(
         try:
             async with runner:
                 await runner.recover()
-                yield
+                if grpc_port is None:
+                    yield
+                    return
+                from .grpc import grpc_address, serving_grpc  # grpcio is an optional extra
+
+                async with serving_grpc(
+                    dispatcher,
+                    grpc_host,
+                    grpc_port,
+                    lenient_version=lenient_version,
+                    max_receive_bytes=max_body_bytes,
+                    grace=shutdown_grace,
+                ) as bound:
+                    public_host = urlsplit(public_url).hostname or grpc_host
+                    grpc_interface = AgentInterface(
+                        url=grpc_public_address or grpc_address(public_host, bound),
+                        protocol_binding=Binding.GRPC,
+                        protocol_version="1.0",
+                    )
+                    card[0] = publish(_ordered([*http_interfaces, grpc_interface], order))
+                    yield
         finally:
             await event_bus.close()
             await task_store.close()
@@ -64,11 +151,80 @@ def create_app(
     return A2AApp(
         dispatcher,
         rpc_path=rpc_path,
+        rest_path=rest_path,
         max_body_bytes=max_body_bytes,
         lenient_version=lenient_version,
         card_max_age=card_max_age,
+        keepalive_seconds=keepalive_seconds,
         lifespan=lifespan,
+        authenticator=authenticator,
     )
+
+
+def _signer(signing_key: Any) -> CardSigner | None:
+    if signing_key is None:
+        return None
+    from ..security.signing import CardSigner  # the "security" extra
+
+    return signing_key if isinstance(signing_key, CardSigner) else CardSigner(signing_key)
+
+
+def _authenticator(
+    auth: Authenticator | Mapping[str, Verifier] | None, card: AgentCard, extended: bool
+) -> Authenticator | None:
+    if auth is None:
+        if any(r.schemes for r in card.security_requirements):
+            raise ValueError(
+                "the agent's card requires authentication: pass auth= with a verifier for each "
+                "scheme it names, so the server enforces what the card promises"
+            )
+        if extended:
+            raise ValueError("extended_card= needs auth=: only authenticated callers get it")
+        return None
+    from ..security.authenticator import Authenticator
+
+    if isinstance(auth, Authenticator):
+        if not auth.matches_card(card):
+            raise ValueError(
+                "the Authenticator's schemes and requirements differ from the agent's card; "
+                "build it with Authenticator.from_card or pass the verifiers as auth="
+            )
+        return auth
+    return Authenticator.from_card(card, auth)
+
+
+def _extended(
+    extended_card: AgentCard | Callable[[Principal], AgentCard | None] | None,
+    signer: CardSigner | None,
+) -> Callable[[CallContext], AgentCard | None] | None:
+    if extended_card is None:
+        return None
+
+    def for_caller(call: CallContext) -> AgentCard | None:
+        assert call.principal is not None  # the dispatcher lets only principals through
+        found = extended_card(call.principal) if callable(extended_card) else extended_card
+        if found is None or signer is None:
+            return found
+        return signer.sign(msgspec.structs.replace(found, signatures=[]))
+
+    return for_caller
+
+
+def _interface_order(names: Sequence[str]) -> tuple[str, ...]:
+    """Binding strings for the names of ``interface_order``; a typo is an error, not ignored."""
+    order = []
+    for name in names:
+        binding = INTERFACE_NAMES.get(name.strip().lower())
+        if binding is None:
+            known = ", ".join(INTERFACE_NAMES)
+            raise ValueError(f"unknown interface {name!r} in interface_order (known: {known})")
+        order.append(binding)
+    return tuple(order)
+
+
+def _ordered(interfaces: Sequence[AgentInterface], order: Sequence[str]) -> list[AgentInterface]:
+    rank = {binding: i for i, binding in reversed(list(enumerate(order)))}
+    return sorted(interfaces, key=lambda i: rank.get(i.protocol_binding, len(order)))
 
 
 def serve(
@@ -78,14 +234,22 @@ def serve(
     port: int = 8000,
     public_url: str | None = None,
     log_level: str = "warning",
+    grpc: bool = True,
+    grpc_port: int = 0,
     **options: object,
 ) -> None:
-    """Serve ``agent`` with uvicorn (uvloop and httptools when installed) until interrupted."""
+    """Serve ``agent`` with uvicorn (uvloop and httptools when installed) until interrupted.
+
+    gRPC is served beside HTTP on ``host`` and ``grpc_port`` (``0``: a free port, as the card
+    shows) when ``grpc`` is set and grpcio is installed; ``options`` go to ``create_app``.
+    """
     import uvicorn
 
     if public_url is None:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         public_url = f"http://{shown}:{port}"
+    if grpc and _grpc_installed():
+        options = {"grpc_host": host, **options, "grpc_port": grpc_port}
     app = create_app(agent, public_url=public_url, **options)  # type: ignore[arg-type]
     uvicorn.run(
         app,
@@ -96,3 +260,12 @@ def serve(
         lifespan="on",
         timeout_graceful_shutdown=int(app.dispatcher.runner.shutdown_grace) + 5,
     )
+
+
+def _grpc_installed() -> bool:
+    """Whether the ``grpc`` extra (grpcio, protobuf, googleapis-common-protos) is installed."""
+    try:
+        from . import grpc  # noqa: F401
+    except ImportError:
+        return False
+    return True

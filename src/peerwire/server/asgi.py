@@ -8,46 +8,44 @@ Starlette/FastAPI application (enter ``app.lifespan()`` from the host's lifespan
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from typing import Any
-from urllib.parse import parse_qsl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from ..bindings import jsonrpc
-from ..bindings.sse import KEEPALIVE, frame
+from ..bindings.sse import frame
 from ..errors import (
     A2AError,
+    AuthenticationError,
     ContentTypeNotSupportedError,
     InternalError,
     InvalidRequestError,
+    PermissionDeniedError,
 )
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
+from ..security.credentials import RequestCredentials
+from ._http import BodyTooLarge as _BodyTooLarge
+from ._http import Headers as _Headers
+from ._http import Receive, Scope, Send, send_event_stream
+from ._http import header as _header
+from ._http import is_json as _is_json
+from ._http import plain as _plain
+from ._http import query_param as _query_param
+from ._http import read_body as _read_body
+from ._http import respond as _respond
 from .card import CARD_PATH, EncodedCard
 from .dispatch import CallContext, Dispatcher, TaskStream
+from .rest import RestHandler
+
+if TYPE_CHECKING:
+    from ..security import Authenticator, Principal
 
 __all__ = ["A2AApp", "ASGIApp"]
 
 log = logging.getLogger("peerwire.server")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-_JSON_HEADERS = [(b"content-type", b"application/json")]
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
-_JSON_TYPES = (b"application/json", b"application/a2a+json")
-
-
-class _BodyTooLarge(Exception):
-    pass
 
 
 class A2AApp:
@@ -58,13 +56,17 @@ class A2AApp:
         dispatcher: Dispatcher,
         *,
         rpc_path: str = "/",
+        rest_path: str | None = "/rest",
         max_body_bytes: int = 10 * 1024 * 1024,
         lenient_version: bool = False,
         card_max_age: int = 300,
         keepalive_seconds: float = 15.0,
         lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
+        authenticator: Authenticator | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        # Checks every request but the public card; None: the card requires no credentials.
+        self.authenticator = authenticator
         self.rpc_path = rpc_path
         self.max_body_bytes = max_body_bytes
         self.lenient_version = lenient_version
@@ -75,6 +77,27 @@ class A2AApp:
         card = dispatcher.card()
         self._supported_extensions = tuple(e.uri for e in card.capabilities.extensions)
         self._required_extensions = tuple(e.uri for e in card.capabilities.extensions if e.required)
+        # REST owns every path under its prefix; "" (or "/") puts it at the root, where the
+        # exact JSON-RPC and card paths above still win.
+        self.rest_path = None if rest_path is None else rest_path.rstrip("/")
+        self._rest = (
+            None
+            if self.rest_path is None
+            else RestHandler(
+                dispatcher,
+                prefix=self.rest_path,
+                max_body_bytes=max_body_bytes,
+                lenient_version=lenient_version,
+                keepalive_seconds=keepalive_seconds,
+                supported_extensions=self._supported_extensions,
+                required_extensions=self._required_extensions,
+            )
+        )
+        if authenticator is not None and self._rest is not None:
+            raise ValueError(
+                "the HTTP+JSON binding does not authenticate yet: with an authenticator, pass "
+                "rest_path=None so no binding serves the agent unauthenticated"
+            )
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -87,8 +110,10 @@ class A2AApp:
 
     @property
     def card(self) -> EncodedCard:
-        if self._encoded_card is None:
-            self._encoded_card = EncodedCard.of(self.dispatcher.card(), self._card_max_age)
+        card = self.dispatcher.card()
+        # Re-encoded when the card changes (the gRPC interface joins it once its port is bound).
+        if self._encoded_card is None or self._encoded_card.card is not card:
+            self._encoded_card = EncodedCard.of(card, self._card_max_age)
         return self._encoded_card
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -99,6 +124,8 @@ class A2AApp:
                 await self._jsonrpc(scope, receive, send)
             elif path == CARD_PATH:
                 await self._serve_card(scope, send)
+            elif self._rest is not None and self._rest.owns(path):
+                await self._rest(scope, receive, send)
             else:
                 await _plain(send, 404, b"Not Found")
         elif kind == "lifespan":
@@ -159,6 +186,15 @@ class A2AApp:
             )
             await _respond(send, 413, jsonrpc.encode_error(b"null", error))
             return
+        principal: Principal | None = None
+        if self.authenticator is not None:
+            try:
+                principal = await self.authenticator.authenticate(
+                    RequestCredentials.from_asgi(scope)
+                )
+            except A2AError as error:
+                await self._jsonrpc_error(send, jsonrpc.request_id_of(body), error)
+                return
         try:
             if not _is_json(headers.content_type):
                 raise ContentTypeNotSupportedError(
@@ -178,13 +214,13 @@ class A2AApp:
         except A2AError as error:
             await _respond(send, 200, jsonrpc.encode_error(jsonrpc.request_id_of(body), error))
             return
-        call = CallContext(extensions=extensions)
+        call = CallContext.of(principal, extensions)
         extra = [(b"a2a-extensions", format_extensions(extensions).encode())] if extensions else []
         operation = getattr(self.dispatcher, request.method.operation)
         try:
             result = await operation(request.params, call)
         except A2AError as error:
-            await _respond(send, 200, jsonrpc.encode_error(request.id, error), extra)
+            await self._jsonrpc_error(send, request.id, error, extra)
             return
         except Exception:
             log.exception("peerwire: %s failed", request.method.name)
@@ -199,6 +235,26 @@ class A2AApp:
             return
         await self._stream(receive, send, request.id, result, extra)
 
+    async def _jsonrpc_error(
+        self,
+        send: Send,
+        request_id: bytes,
+        error: A2AError,
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        """An error response; authentication and permission errors at HTTP level (401 with
+        ``WWW-Authenticate``, 403), the others as HTTP 200 (facts §6.1, §7.3)."""
+        headers = list(extra or [])
+        if isinstance(error, AuthenticationError | PermissionDeniedError):
+            challenge = error.www_authenticate
+            if not challenge and self.authenticator is not None:
+                challenge = self.authenticator.challenge()
+            if challenge or isinstance(error, AuthenticationError):
+                # RFC 9110 §15.5.2: a 401 always carries a challenge.
+                headers.append((b"www-authenticate", (challenge or "Bearer").encode("latin-1")))
+        status = jsonrpc.response_status(error)
+        await _respond(send, status, jsonrpc.encode_error(request_id, error), headers)
+
     async def _stream(
         self,
         receive: Receive,
@@ -207,121 +263,12 @@ class A2AApp:
         stream: TaskStream,
         extra: list[tuple[bytes, bytes]],
     ) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + extra})
-        # One watcher per stream notices the client going away and closes the stream, so an
-        # abandoned stream stops following its task. It lives exactly as long as this call.
-        watcher = asyncio.ensure_future(_wait_for_disconnect(receive))
-        watcher.add_done_callback(lambda _: stream.close())
-        try:
-            while True:
-                try:
-                    item = await stream.next(self.keepalive_seconds)
-                except StopAsyncIteration:
-                    break
-                except A2AError as error:
-                    payload = frame(jsonrpc.encode_error(request_id, error))
-                    await send({"type": "http.response.body", "body": payload, "more_body": True})
-                    break
-                if item is None:
-                    payload = KEEPALIVE
-                else:
-                    payload = frame(jsonrpc.encode_result(request_id, item))
-                await send({"type": "http.response.body", "body": payload, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        finally:
-            watcher.cancel()
-            stream.close()
-
-
-async def _wait_for_disconnect(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
-class _Headers:
-    """The request headers a binding looks at, read in one pass."""
-
-    __slots__ = ("content_length", "content_type", "extensions", "version")
-
-    def __init__(self, scope: Scope) -> None:
-        self.content_type: bytes | None = None
-        self.content_length: int | None = None
-        self.version: str | None = None
-        self.extensions: list[str] = []
-        for name, value in scope["headers"]:
-            if name == b"content-type":
-                self.content_type = value
-            elif name == b"content-length":
-                self.content_length = int(value) if value.isdigit() else None
-            elif name == b"a2a-version":
-                self.version = value.decode("latin-1")
-            elif name == b"a2a-extensions":
-                self.extensions.append(value.decode("latin-1"))
-
-
-def _header(scope: Scope, wanted: bytes) -> bytes | None:
-    for name, value in scope["headers"]:
-        if name == wanted:
-            return value  # type: ignore[no-any-return]
-    return None
-
-
-def _query_param(scope: Scope, name: str) -> str | None:
-    query = scope.get("query_string", b"")
-    if not query:
-        return None
-    for key, value in parse_qsl(query.decode("latin-1")):
-        if key.lower() == name.lower():
-            return str(value)
-    return None
-
-
-def _is_json(content_type: bytes | None) -> bool:
-    if content_type is None:
-        return False
-    media = content_type.split(b";", 1)[0].strip().lower()
-    return media in _JSON_TYPES
-
-
-async def _read_body(receive: Receive, limit: int, declared: int | None) -> bytes:
-    if declared is not None and declared > limit:
-        raise _BodyTooLarge
-    message = await receive()
-    body = message.get("body", b"")
-    if not message.get("more_body", False):
-        if len(body) > limit:
-            raise _BodyTooLarge
-        return body  # type: ignore[no-any-return]
-    chunks = [body]
-    size = len(body)
-    while message.get("more_body", False):
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _BodyTooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _respond(
-    send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [*_JSON_HEADERS, (b"content-length", b"%d" % len(body))]
-    if extra:
-        headers.extend(extra)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _plain(
-    send: Send, status: int, text: bytes, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [
-        (b"content-type", b"text/plain; charset=utf-8"),
-        (b"content-length", b"%d" % len(text)),
-    ]
-    if extra:
-        headers.extend(extra)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": text})
+        await send_event_stream(
+            receive,
+            send,
+            stream,
+            event_frame=lambda item: frame(jsonrpc.encode_result(request_id, item)),
+            error_frame=lambda error: frame(jsonrpc.encode_error(request_id, error)),
+            keepalive_seconds=self.keepalive_seconds,
+            extra=extra,
+        )

@@ -39,6 +39,8 @@ class _Driver(Protocol):
         self, ctx: TaskContext, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent
     ) -> None: ...
 
+    def queued_message(self, ctx: TaskContext) -> Message | None: ...
+
     async def wait_for_message(self, ctx: TaskContext) -> Message: ...
 
 
@@ -108,8 +110,14 @@ class TaskContext:
         """Ask the caller and wait for the answer (see the module docstring on replay)."""
         if self._recorded:
             return self._recorded.pop(0)
-        await self._status(TaskState.INPUT_REQUIRED, question)
-        answer = await self._driver.wait_for_message(self)
+        # A message that arrived while the handler was busy is the answer: the caller has
+        # already said more, so the task does not stop to ask.
+        answer = self._driver.queued_message(self)
+        if answer is None:
+            await self._status(TaskState.INPUT_REQUIRED, question)
+            answer = await self._driver.wait_for_message(self)
+            # The follow-up put the task back to work (the dispatcher recorded WORKING).
+            self.state = TaskState.WORKING
         self.latest_message = answer
         return answer
 

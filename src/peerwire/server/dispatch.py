@@ -16,9 +16,11 @@ import msgspec
 
 from .._ids import new_id
 from ..errors import (
+    AuthenticationError,
     ExtendedAgentCardNotConfiguredError,
     InternalError,
     InvalidParamsError,
+    PermissionDeniedError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
@@ -33,6 +35,7 @@ from ..protocol import (
     list_query,
     resolve_continuation,
 )
+from ..security.principal import Principal
 from ..types import (
     AgentCard,
     CancelTaskRequest,
@@ -68,10 +71,25 @@ __all__ = ["CallContext", "Dispatcher", "TaskStream"]
 
 @dataclass(frozen=True, slots=True)
 class CallContext:
-    """Who is calling: the owner (an opaque principal id, ``""`` when anonymous) and extensions."""
+    """Who is calling: the owner of the tasks they see (an opaque principal id, ``""`` when
+    anonymous), the scopes they were granted, the authenticated ``principal`` (``None`` when
+    the binding authenticated nobody) and the active extensions. Build it with ``of``."""
 
     owner: str = ""
     extensions: tuple[str, ...] = ()
+    scopes: frozenset[str] = frozenset()
+    principal: Principal | None = None
+
+    @classmethod
+    def of(cls, principal: Principal | None, extensions: tuple[str, ...] = ()) -> CallContext:
+        if principal is None:
+            return cls(extensions=extensions)
+        return cls(
+            owner=principal.id,
+            extensions=extensions,
+            scopes=principal.scopes,
+            principal=principal,
+        )
 
 
 _ANONYMOUS = CallContext()
@@ -112,7 +130,7 @@ class Dispatcher:
             if config is None or not config.return_immediately:
                 await _wait_until_settled(subscription)
         return SendMessageResponse(
-            task=await self._snapshot(task_id, request.tenant, history_length)
+            task=await self._snapshot(task_id, request.tenant, call.owner, history_length)
         )
 
     async def send_streaming_message(
@@ -126,7 +144,7 @@ class Dispatcher:
         task_id, subscription, snapshot = started
         if snapshot is None:
             try:
-                record = await self._load(task_id, request.tenant, None)
+                record = await self._load(task_id, request.tenant, call.owner)
             except BaseException:
                 subscription.close()
                 raise
@@ -166,6 +184,7 @@ class Dispatcher:
             assert record is not None
             return await self._continue(decision, message, record, request.tenant, call)
         skill = self.agent.route(message)
+        _check_scopes(skill, call)
         if skill.replies_with_message:
             return await self._reply(skill, message, decision.context_id)
         self.runner.check_capacity()
@@ -204,6 +223,10 @@ class Dispatcher:
         task_id, context_id = decision.task_id, decision.context_id
         follow_up = msgspec.structs.replace(message, context_id=context_id)
         history = [m for m in record.history if m.role is Role.USER]
+        # Every message is checked, not just the first: scopes granted once (or a task that
+        # reached AUTH_REQUIRED) authorize nothing later (facts §4.3, in-task authorization).
+        skill = self.agent.route(history[0]) if history else self.agent.route(follow_up)
+        _check_scopes(skill, call)
         subscription = self.bus.subscribe(task_id)
         try:
             if self.runner.is_live(task_id) and not self.runner.is_waiting(task_id):
@@ -221,7 +244,6 @@ class Dispatcher:
             await self.bus.publish(task_id, version, working)
             if not self.runner.deliver(task_id, follow_up):
                 # Nobody holds the handler (restart, another worker): run it again with replay.
-                skill = self.agent.route(history[0]) if history else self.agent.route(follow_up)
                 self.runner.start(
                     skill,
                     task_id=task_id,
@@ -334,6 +356,10 @@ class Dispatcher:
     ) -> AgentCard:
         if not self._card().capabilities.extended_agent_card:
             raise UnsupportedOperationError("This agent does not offer an extended agent card")
+        if call.principal is None or not call.principal.authenticated:
+            raise AuthenticationError(
+                "GetExtendedAgentCard requires an authenticated caller (facts §9.3)"
+            )
         card = self._extended_card(call) if self._extended_card is not None else None
         if card is None:
             raise ExtendedAgentCardNotConfiguredError()
@@ -351,9 +377,21 @@ class Dispatcher:
             raise TaskNotFoundError(f"Task {task_id} was not found", metadata={"taskId": task_id})
         return record
 
-    async def _snapshot(self, task_id: str, tenant: str, history_length: int | None) -> Task:
-        record = await self._load(task_id, tenant, None)
+    async def _snapshot(
+        self, task_id: str, tenant: str, owner: str, history_length: int | None
+    ) -> Task:
+        record = await self._load(task_id, tenant, owner)
         return record.snapshot(history_length=history_length)
+
+
+def _check_scopes(skill: Skill, call: CallContext) -> None:
+    missing = [scope for scope in skill.scopes if scope not in call.scopes]
+    if missing:
+        raise PermissionDeniedError(
+            f"The skill {skill.id!r} requires the scope(s) {', '.join(missing)}, which this "
+            "caller was not granted",
+            metadata={"skill": skill.id, "missingScopes": " ".join(missing)},
+        )
 
 
 def _message_argument(kind: str, message: Message) -> object:

@@ -28,7 +28,7 @@ from ..errors import (
     TaskNotCancelableError,
     TaskNotFoundError,
 )
-from ..protocol import TERMINAL
+from ..protocol import INTERRUPTED, TERMINAL
 from ..types import (
     Message,
     Role,
@@ -111,8 +111,9 @@ class Runner:
             while any(live.working for live in self._live.values()):  # noqa: ASYNC110
                 await anyio.sleep(0.02)
         for live in list(self._live.values()):
-            if live.working:
-                live.cancel_reason = TaskState.FAILED
+            # Working handlers fail; one parked in ``ask`` leaves its task as it stands
+            # (interrupted), to be answered after a restart (the replay rule).
+            live.cancel_reason = TaskState.FAILED if live.working else live.ctx.state
             live.scope.cancel()
         with anyio.move_on_after(max(self.shutdown_grace, 1.0)):
             while self._live:  # noqa: ASYNC110
@@ -245,6 +246,13 @@ class Runner:
             live.inbox.append(message)
         return True
 
+    def queued_message(self, ctx: TaskContext) -> Message | None:
+        """A follow-up that reached the handler while it was busy, if any (oldest first)."""
+        live = self._live.get(ctx.task_id)
+        if live is None or not live.inbox:
+            return None
+        return live.inbox.popleft()
+
     async def wait_for_message(self, ctx: TaskContext) -> Message:
         """``ctx.ask`` waits here: off the working count and off the clock."""
         live = self._live[ctx.task_id]
@@ -376,12 +384,14 @@ class Runner:
             return (TaskState.CANCELED, None)
         if live.cancel_reason is TaskState.FAILED:
             return (TaskState.FAILED, "the server shut down before the task finished")
+        if live.cancel_reason in INTERRUPTED:
+            return None  # parked in ask at shutdown: the task keeps waiting for its caller
         if live.cancel_reason is None and timeout is not None:
             return (
                 TaskState.FAILED,
                 f"the task did not finish within its time limit of {timeout:g} s",
             )
-        return None  # parked in ask at shutdown: the task keeps waiting for its caller
+        return None
 
 
 def _argument(kind: str, ctx: TaskContext) -> Any:

@@ -42,7 +42,9 @@ async def live_server(source: AppSource, **create_app_options: Any) -> AsyncIter
     """
     import uvicorn  # the "server" extra; imported here so peerwire.testing imports without it
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and
+    # accepted connections inherit it; without it each response waits ~40 ms on Nagle.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.bind((_LOOPBACK, 0))
         url = f"http://{_LOOPBACK}:{sock.getsockname()[1]}"

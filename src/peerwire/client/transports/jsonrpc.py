@@ -10,7 +10,7 @@ response and sees no error.
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 import httpx
@@ -40,7 +40,7 @@ class _Envelope(msgspec.Struct):
     """A JSON-RPC response; ``result`` stays raw until we know what type it must be."""
 
     jsonrpc: str | msgspec.UnsetType = msgspec.UNSET
-    id: int | str | None | msgspec.UnsetType = msgspec.UNSET
+    id: int | str | msgspec.UnsetType | None = msgspec.UNSET
     result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     error: Any | msgspec.UnsetType = msgspec.UNSET
 
@@ -75,13 +75,15 @@ class JsonRpcTransport:
         headers = self._headers(options, accept="application/json")
         timeout = options.timeout if options.timeout is not None else self._timeout
         try:
-            response = await self._http.post(self.url, content=body, headers=headers, timeout=timeout)
+            response = await self._http.post(
+                self.url, content=body, headers=headers, timeout=timeout
+            )
         except _HTTP_ERRORS as exc:
             raise client_error(exc, self.url, operation) from exc
         result = self._result(response.status_code, response.content, request_id, operation)
         if response_type is type(None):
             # Empty: servers answer {} or null (facts §2.3 (10)); there is nothing to read.
-            return None  # type: ignore[return-value]
+            return None
         return self._decode(result, response_type, operation)
 
     async def stream(
@@ -156,13 +158,17 @@ class JsonRpcTransport:
             if status != 200:
                 # Rejected before JSON-RPC got involved (401, 403, 404, 5xx from a proxy).
                 raise from_rest_error(status, content)
-            raise self._invalid(operation, f"its body is not a JSON-RPC response: {_excerpt(content)}")
+            raise self._invalid(
+                operation, f"its body is not a JSON-RPC response: {_excerpt(content)}"
+            )
         if not isinstance(envelope.error, msgspec.UnsetType):
             raise from_jsonrpc_error(envelope.error)
         if status != 200:
             raise from_rest_error(status, content)
         if envelope.id != request_id:
-            raise self._invalid(operation, f"it answers request id {envelope.id!r}, not {request_id}")
+            raise self._invalid(
+                operation, f"it answers request id {envelope.id!r}, not {request_id}"
+            )
         if isinstance(envelope.result, msgspec.UnsetType):
             raise self._invalid(operation, "it has neither a result nor an error")
         return bytes(envelope.result)
@@ -170,7 +176,9 @@ class JsonRpcTransport:
     def _event(self, data: bytes, request_id: int, operation: str) -> StreamResponse:
         envelope = self._envelope(data)
         if envelope is None:
-            raise self._invalid(operation, f"a stream event is not a JSON-RPC response: {_excerpt(data)}")
+            raise self._invalid(
+                operation, f"a stream event is not a JSON-RPC response: {_excerpt(data)}"
+            )
         if not isinstance(envelope.error, msgspec.UnsetType):
             raise from_jsonrpc_error(envelope.error)
         if envelope.id != request_id:
@@ -197,7 +205,8 @@ class JsonRpcTransport:
             return decode(raw, type_, path="result")
         except A2AError as exc:
             # The server's answer does not fit the protocol: not the caller's invalid params.
-            raise self._invalid(operation, f"its result is not a valid {type_.__name__}: {exc}")
+            why = f"its result is not a valid {type_.__name__}: {exc}"
+            raise self._invalid(operation, why) from None
 
     def _invalid(self, operation: str, why: str) -> InvalidResponseError:
         return InvalidResponseError(

@@ -47,6 +47,7 @@ class TaskStore(Protocol):
         """The task as a record, or ``None`` if missing or not visible to ``tenant``/``owner``.
 
         ``owner=None`` skips the owner check (internal use). The caller must not mutate it.
+        What ``load`` returns has been stored durably (by stores that are durable at all).
         """
 
     async def append(
@@ -68,16 +69,27 @@ class TaskStore(Protocol):
         """Every task not in a terminal state (for restart recovery)."""
 
     async def delete_terminal_before(self, status_key: str) -> int:
-        """Remove terminal tasks whose status sort key is older than ``status_key``."""
+        """Remove terminal tasks whose status sort key is older than ``status_key``.
 
-    # Push-notification configs live with their task.
+        Their events and push configs go with them. Returns how many tasks were removed.
+        ``retention_cutoff`` turns a maximum age into such a key.
+        """
 
-    async def save_push_config(self, config: TaskPushNotificationConfig) -> None: ...
+    # Push-notification configs live with their task (and go when retention removes it).
+    # Callers check that the task is visible to the caller first; these do not scope.
+
+    async def save_push_config(self, config: TaskPushNotificationConfig) -> None:
+        """Store ``config`` under ``(config.task_id, config.id)``, replacing one with that id.
+
+        Raises ``TaskNotFoundError`` if the task does not exist.
+        """
 
     async def get_push_config(
         self, task_id: str, config_id: str
     ) -> TaskPushNotificationConfig | None: ...
 
-    async def list_push_configs(self, task_id: str) -> list[TaskPushNotificationConfig]: ...
+    async def list_push_configs(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        """The task's configs in the order they were first saved."""
 
-    async def delete_push_config(self, task_id: str, config_id: str) -> None: ...
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        """Remove the config if it exists (deleting a missing one is not an error)."""

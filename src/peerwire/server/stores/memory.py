@@ -106,6 +106,10 @@ class MemoryTaskStore:
         return len(doomed)
 
     async def save_push_config(self, config: TaskPushNotificationConfig) -> None:
+        if config.task_id not in self._tasks:
+            raise TaskNotFoundError(
+                f"Task {config.task_id} was not found", metadata={"taskId": config.task_id}
+            )
         self._push.setdefault(config.task_id, {})[config.id] = config
 
     async def get_push_config(

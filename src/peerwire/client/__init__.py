@@ -1,0 +1,27 @@
+"""Calling A2A agents: ``Client.connect(url)`` and the operations on the client it returns.
+
+    async with Client.connect("http://127.0.0.1:8000") as client:
+        task = await client.send("record")
+
+Transports are chosen per binding from a registry (``register_transport``); the JSON-RPC
+transport is built in, and the REST and gRPC ones appear when their modules are installed.
+"""
+
+from ._card import CardCache, default_card_cache
+from ._client import Client
+from ._follow import Payload
+from ._registry import available_bindings, register_transport
+from .transports.base import CallOptions, Transport, TransportFactory, TransportSettings
+
+__all__ = [
+    "CallOptions",
+    "CardCache",
+    "Client",
+    "Payload",
+    "Transport",
+    "TransportFactory",
+    "TransportSettings",
+    "available_bindings",
+    "default_card_cache",
+    "register_transport",
+]

@@ -1,0 +1,216 @@
+"""Fetching and caching agent cards (facts §9.1, §9.2).
+
+A card is kept as long as its server allows: ``Cache-Control: max-age`` (less ``Age``), else
+``Expires``, else a default lifetime; ``no-store`` keeps nothing and ``no-cache`` revalidates on
+every use. An expired card is revalidated with ``If-None-Match`` / ``If-Modified-Since``, and a
+``304 Not Modified`` keeps it for another lifetime.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+import httpx
+import msgspec
+
+from ..errors import A2AError, InvalidAgentCardError, InvalidResponseError
+from ..types import AgentCard, decode
+from .transports._http import client_error
+
+__all__ = ["CARD_PATH", "CardCache", "card_url", "default_card_cache"]
+
+CARD_PATH = "/.well-known/agent-card.json"
+_HTTP_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+
+
+def card_url(url: str) -> str:
+    """Where the card of the agent at ``url`` is: ``url`` itself if it names a card file."""
+    if url.split("?", 1)[0].endswith("agent-card.json"):
+        return url
+    return url.rstrip("/") + CARD_PATH
+
+
+@dataclass(slots=True)
+class _Entry:
+    card: AgentCard
+    etag: str | None
+    last_modified: str | None
+    fresh_until: float
+
+
+class CardCache:
+    """Agent cards by URL. One shared instance serves every client unless given another.
+
+    ``default_max_age`` is the lifetime of a card served without caching headers; ``clock``
+    (seconds, monotonic) is injectable so expiry can be tested without waiting.
+    """
+
+    def __init__(
+        self,
+        *,
+        default_max_age: float = 300.0,
+        max_entries: int = 256,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.default_max_age = default_max_age
+        self.max_entries = max_entries
+        self._clock = clock
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def fetch(
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = 30.0,
+    ) -> AgentCard:
+        """The card at ``url`` (a card URL), from the cache while fresh, else from the server.
+
+        Raises ``A2AConnectionError`` / ``A2ATimeoutError`` when the server cannot be reached
+        and ``InvalidAgentCardError`` when it answers something that is not a card.
+        """
+        entry = self._entries.get(url)
+        if entry is not None and self._clock() < entry.fresh_until:
+            self._entries.move_to_end(url)
+            return entry.card
+        request_headers = {"Accept": "application/json", **(headers or {})}
+        if entry is not None:
+            if entry.etag:
+                request_headers["If-None-Match"] = entry.etag
+            if entry.last_modified:
+                request_headers["If-Modified-Since"] = entry.last_modified
+        try:
+            response = await http.get(
+                url, headers=request_headers, timeout=timeout, follow_redirects=True
+            )
+        except _HTTP_ERRORS as exc:
+            error = client_error(exc, url, "fetching the agent card")
+            if isinstance(error, InvalidResponseError):
+                raise InvalidAgentCardError(error.message, url=url) from exc
+            raise error from exc
+        if response.status_code == 304 and entry is not None:
+            lifetime = self._lifetime(response.headers)
+            entry.etag = response.headers.get("etag", entry.etag)
+            entry.fresh_until = self._clock() + (lifetime or 0.0)
+            self._entries.move_to_end(url)
+            return entry.card
+        if response.status_code != 200:
+            raise InvalidAgentCardError(_status_problem(url, response.status_code), url=url)
+        card = parse_card(response.content, url)
+        self._store(url, card, response.headers)
+        return card
+
+    def _store(self, url: str, card: AgentCard, headers: httpx.Headers) -> None:
+        lifetime = self._lifetime(headers)
+        if lifetime is None:
+            self._entries.pop(url, None)
+            return
+        self._entries[url] = _Entry(
+            card=card,
+            etag=headers.get("etag"),
+            last_modified=headers.get("last-modified"),
+            fresh_until=self._clock() + lifetime,
+        )
+        self._entries.move_to_end(url)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def _lifetime(self, headers: httpx.Headers) -> float | None:
+        """Seconds the response stays fresh; ``None`` if it must not be stored at all."""
+        directives = _cache_control(headers.get("cache-control", ""))
+        if "no-store" in directives:
+            return None
+        if "no-cache" in directives:
+            return 0.0
+        max_age = _seconds(directives.get("max-age"))
+        if max_age is not None:
+            return max(0.0, max_age - (_seconds(headers.get("age")) or 0.0))
+        expires = _expires_in(headers)
+        if expires is not None:
+            return expires
+        return self.default_max_age
+
+
+default_card_cache = CardCache()
+
+
+def parse_card(content: bytes, url: str) -> AgentCard:
+    """Decode a card, or say precisely why it is not a valid A2A 1.0 card."""
+    try:
+        return decode(content, AgentCard, path="card")
+    except A2AError as exc:
+        hint = ""
+        if _looks_like_0_3(content):
+            hint = (
+                " (it looks like an A2A 0.3 card: top-level url/preferredTransport instead of "
+                "supportedInterfaces; this client speaks 1.0)"
+            )
+        reason = exc.message.removeprefix("Invalid parameters: ")
+        raise InvalidAgentCardError(
+            f"The agent card at {url} is not a valid A2A 1.0 AgentCard: {reason}{hint}",
+            url=url,
+        ) from None
+
+
+def _looks_like_0_3(content: bytes) -> bool:
+    try:
+        document = msgspec.json.decode(content)
+    except msgspec.DecodeError:
+        return False
+    return (
+        isinstance(document, dict)
+        and "supportedInterfaces" not in document
+        and ("preferredTransport" in document or "url" in document)
+    )
+
+
+def _status_problem(url: str, status: int) -> str:
+    message = f"GET {url} answered HTTP {status} instead of an agent card"
+    if status in (401, 403):
+        message += " (the card endpoint is access-controlled: pass credentials in headers=)"
+    elif status == 404:
+        message += " (is this the agent's base URL? the card is expected at " + CARD_PATH + ")"
+    return message
+
+
+def _cache_control(value: str) -> dict[str, str | None]:
+    directives: dict[str, str | None] = {}
+    for item in value.split(","):
+        name, sep, argument = item.strip().partition("=")
+        if name:
+            directives[name.strip().lower()] = argument.strip().strip('"') if sep else None
+    return directives
+
+
+def _seconds(value: str | None) -> float | None:
+    if value is None or not value.strip().isdigit():
+        return None
+    return float(value.strip())
+
+
+def _expires_in(headers: httpx.Headers) -> float | None:
+    expires = headers.get("expires")
+    if expires is None:
+        return None
+    try:
+        at = parsedate_to_datetime(expires)
+    except (TypeError, ValueError):
+        return 0.0  # an invalid Expires means "already expired" (RFC 9111 §5.3)
+    date = headers.get("date")
+    try:
+        now = parsedate_to_datetime(date) if date else None
+    except (TypeError, ValueError):
+        now = None
+    reference = time.time() if now is None else now.timestamp()
+    return max(0.0, at.timestamp() - reference)

@@ -1,0 +1,530 @@
+"""``Client``: call any A2A 1.0 agent, over whichever binding its card offers first."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Generator, Mapping, Sequence
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+import msgspec
+
+from ..errors import InvalidAgentCardError, InvalidResponseError, VersionNotSupportedError
+from ..protocol import PROTOCOL_VERSION, check_version
+from ..types import (
+    AgentCard,
+    AgentInterface,
+    AuthenticationInfo,
+    Binding,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from ._card import CardCache, card_url, default_card_cache
+from ._follow import Payload, TaskFollower
+from ._inprocess import ASGIApp, StreamingASGITransport
+from ._messages import Content, FileLike, build_message
+from ._registry import transport_factory, unavailable_reason
+from .transports.base import CallOptions, Transport, TransportSettings
+
+__all__ = ["DEFAULT_BINDINGS", "Client"]
+
+T = TypeVar("T")
+
+DEFAULT_BINDINGS = (Binding.JSONRPC, Binding.HTTP_JSON, Binding.GRPC)
+_UNSET: Any = msgspec.UNSET
+
+
+class Client:
+    """A connection to one A2A agent. Make one with ``Client.connect``::
+
+        async with Client.connect("https://agent.example") as client:
+            task = await client.send("record")
+
+    Every request carries ``A2A-Version: 1.0`` and the chosen interface's ``tenant``. Errors
+    are those of ``peerwire.errors``: the agent's A2A errors as their classes, and
+    ``A2AConnectionError``, ``A2ATimeoutError`` or ``InvalidResponseError`` for failures on
+    the way. A task that failed is a result (a ``Task`` in ``TASK_STATE_FAILED``), not an error.
+    """
+
+    def __init__(
+        self,
+        card: AgentCard,
+        interface: AgentInterface,
+        transport: Transport,
+        *,
+        headers: Mapping[str, str] | None = None,
+        extensions: Sequence[str] = (),
+        owned_http: httpx.AsyncClient | None = None,
+    ) -> None:
+        """Use ``Client.connect``; this wires up parts that ``connect`` has already chosen."""
+        self._card = card
+        self._interface = interface
+        self._transport = transport
+        self._tenant = interface.tenant
+        self._owned_http = owned_http
+        self._options = CallOptions(
+            extensions=tuple(extensions),
+            headers={**(headers or {}), "A2A-Version": PROTOCOL_VERSION},
+        )
+        self._follower = TaskFollower(self._resubscribe, self.get_task)
+
+    @classmethod
+    def connect(
+        cls,
+        url: str,
+        *,
+        transport: Transport | None = None,
+        app: ASGIApp | None = None,
+        bindings: Sequence[str] = DEFAULT_BINDINGS,
+        timeout: float | None = 30.0,
+        stream_idle_timeout: float | None = 60.0,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        extensions: Sequence[str] = (),
+        card_cache: CardCache | None = None,
+    ) -> _Connect:
+        """Fetch the agent's card from ``url`` and connect to its first usable interface.
+
+        ``url`` is the agent's base URL (its card is at ``/.well-known/agent-card.json``) or the
+        card's own URL. The interface is the first in the card's ``supportedInterfaces`` (their
+        order is the agent's preference) whose binding is in ``bindings`` and available here,
+        at protocol version 1.0. ``transport`` skips that choice and uses the one given.
+
+        ``app`` calls an ASGI application in this process instead of the network (its lifespan
+        must already be running). ``timeout`` bounds each call; a stream may stay silent for
+        ``stream_idle_timeout`` seconds (``None``: forever). ``headers`` go with every request,
+        the card's too (credentials); ``extensions`` are requested in ``A2A-Extensions``.
+
+        Await the result, or use it as ``async with Client.connect(...) as client``.
+        """
+        return _Connect(
+            cls._connect(
+                url,
+                transport=transport,
+                app=app,
+                bindings=tuple(bindings),
+                timeout=timeout,
+                stream_idle_timeout=stream_idle_timeout,
+                headers=dict(headers or {}),
+                http_client=http_client,
+                extensions=tuple(extensions),
+                card_cache=card_cache,
+            )
+        )
+
+    @classmethod
+    async def _connect(
+        cls,
+        url: str,
+        *,
+        transport: Transport | None,
+        app: ASGIApp | None,
+        bindings: tuple[str, ...],
+        timeout: float | None,
+        stream_idle_timeout: float | None,
+        headers: dict[str, str],
+        http_client: httpx.AsyncClient | None,
+        extensions: tuple[str, ...],
+        card_cache: CardCache | None,
+    ) -> Client:
+        if app is not None and http_client is not None:
+            raise ValueError("pass either app= (in-process) or http_client=, not both")
+        owned: httpx.AsyncClient | None = None
+        if http_client is None:
+            http_transport = StreamingASGITransport(app) if app is not None else None
+            owned = http_client = httpx.AsyncClient(transport=http_transport, timeout=timeout)
+        if card_cache is None:
+            # Apps in one process may share a URL; their cards must not be confused.
+            card_cache = CardCache() if app is not None else default_card_cache
+        try:
+            location = card_url(url)
+            card = await card_cache.fetch(http_client, location, headers=headers, timeout=timeout)
+            if transport is not None:
+                interface = _interface_of(card, transport)
+            else:
+                settings = TransportSettings(
+                    http=http_client,
+                    timeout=timeout,
+                    stream_idle_timeout=stream_idle_timeout,
+                    in_process=app is not None,
+                )
+                interface, transport = _choose(card, location, bindings, settings)
+        except BaseException:
+            if owned is not None:
+                await owned.aclose()
+            raise
+        return cls(
+            card,
+            interface,
+            transport,
+            headers=headers,
+            extensions=extensions,
+            owned_http=owned,
+        )
+
+    # -- what was chosen ------------------------------------------------------------------
+
+    @property
+    def card(self) -> AgentCard:
+        """The agent's card (the extended card, once ``get_extended_card`` fetched it)."""
+        return self._card
+
+    @property
+    def interface(self) -> AgentInterface:
+        """The interface every call goes to."""
+        return self._interface
+
+    # -- messages -------------------------------------------------------------------------
+
+    async def send(
+        self,
+        message: Content,
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        data: Any = _UNSET,
+        files: Sequence[FileLike] = (),
+        skill: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        return_immediately: bool = False,
+        history_length: int | None = None,
+        accepted_output_modes: Sequence[str] | None = None,
+    ) -> Task | Message:
+        """Send a message; returns the agent's ``Task`` or its direct ``Message`` reply.
+
+        By default this waits until the task is terminal or needs something from you
+        (INPUT_REQUIRED, AUTH_REQUIRED); ``return_immediately`` returns once it exists.
+        Continue a task by passing its ``task_id``. ``message`` is text, a ``Message`` or parts;
+        ``data`` adds a data part, ``files`` file parts (local paths are sent inline);
+        ``skill`` names the skill of a peerwire agent; ``metadata`` is the message's.
+        """
+        request = await self._send_request(
+            message,
+            task_id=task_id,
+            context_id=context_id,
+            data=data,
+            files=files,
+            skill=skill,
+            metadata=metadata,
+            configuration=_configuration(return_immediately, history_length, accepted_output_modes),
+        )
+        response = await self._call("SendMessage", request, SendMessageResponse)
+        return response.payload
+
+    async def stream(
+        self,
+        message: Content,
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        data: Any = _UNSET,
+        files: Sequence[FileLike] = (),
+        skill: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        history_length: int | None = None,
+        accepted_output_modes: Sequence[str] | None = None,
+    ) -> AsyncIterator[Payload]:
+        """Send a message and follow what happens: a ``Message`` reply, or the ``Task`` and
+        then its ``TaskStatusUpdateEvent``s and ``TaskArtifactUpdateEvent``s until it ends or
+        needs input. A dropped connection is followed up with SubscribeToTask transparently.
+        Stop early with ``break`` or ``aclose()``; that does not cancel the task.
+        """
+        request = await self._send_request(
+            message,
+            task_id=task_id,
+            context_id=context_id,
+            data=data,
+            files=files,
+            skill=skill,
+            metadata=metadata,
+            configuration=_configuration(False, history_length, accepted_output_modes),
+        )
+        events = self._transport.stream("SendStreamingMessage", request, self._options)
+        async with contextlib.aclosing(self._follower.follow(events)) as followed:
+            async for payload in followed:
+                yield payload
+
+    async def _send_request(
+        self,
+        message: Content,
+        *,
+        configuration: SendMessageConfiguration | None,
+        **parts: Any,
+    ) -> SendMessageRequest:
+        return SendMessageRequest(
+            tenant=self._tenant,
+            message=await build_message(message, **parts),
+            configuration=configuration,
+        )
+
+    # -- tasks ----------------------------------------------------------------------------
+
+    async def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
+        """The task as it is now, artifacts assembled (``history_length``: latest messages)."""
+        request = GetTaskRequest(tenant=self._tenant, id=task_id, history_length=history_length)
+        return await self._call("GetTask", request, Task)
+
+    async def list_tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        status: TaskState | str | None = None,
+        page_size: int | None = None,
+        history_length: int | None = None,
+        status_timestamp_after: datetime | str | None = None,
+        include_artifacts: bool | None = None,
+    ) -> AsyncIterator[Task]:
+        """Every task visible to you, newest status first, fetching pages as you iterate.
+
+        ``page_size`` (1-100) is how many each request asks for; filters are by context,
+        by one state, and by status time at or after ``status_timestamp_after``.
+        """
+        query = ListTasksRequest(
+            tenant=self._tenant,
+            context_id=context_id or "",
+            status=TaskState(status) if status is not None else TaskState.UNSPECIFIED,
+            page_size=page_size,
+            history_length=history_length,
+            status_timestamp_after=_timestamp(status_timestamp_after),
+            include_artifacts=include_artifacts,
+        )
+        seen: set[str] = set()
+        while True:
+            page = await self._call("ListTasks", query, ListTasksResponse)
+            for task in page.tasks:
+                yield task
+            token = page.next_page_token
+            if not token:
+                return
+            if token in seen:
+                raise InvalidResponseError(
+                    f"ListTasks at {self._interface.url} handed out page token {token!r} twice; "
+                    "its pages would never end"
+                )
+            seen.add(token)
+            query = msgspec.structs.replace(query, page_token=token)
+
+    async def cancel_task(self, task_id: str, *, metadata: Mapping[str, Any] | None = None) -> Task:
+        """Ask the agent to cancel the task; returns it (normally TASK_STATE_CANCELED)."""
+        request = CancelTaskRequest(
+            tenant=self._tenant, id=task_id, metadata=dict(metadata) if metadata else None
+        )
+        return await self._call("CancelTask", request, Task)
+
+    async def subscribe(self, task_id: str) -> AsyncIterator[Payload]:
+        """Follow a running task: its ``Task`` snapshot first, then its updates, until it ends
+        or needs input. A dropped connection is resubscribed and the new snapshot merged in as
+        updates, so you see the true state without any chunk twice; if the task finished
+        meanwhile, the final ``Task`` (from GetTask) ends the iteration.
+
+        Subscribing to a task that has already finished raises ``UnsupportedOperationError``
+        (facts §2.3 (6)): use ``get_task`` for it.
+        """
+        async with contextlib.aclosing(
+            self._follower.follow(self._resubscribe(task_id))
+        ) as followed:
+            async for payload in followed:
+                yield payload
+
+    def _resubscribe(self, task_id: str) -> AsyncIterator[StreamResponse]:
+        request = SubscribeToTaskRequest(tenant=self._tenant, id=task_id)
+        return self._transport.stream("SubscribeToTask", request, self._options)
+
+    # -- push notification configs --------------------------------------------------------
+
+    async def create_push_config(
+        self,
+        task_id: str,
+        url: str,
+        *,
+        token: str = "",
+        authentication: AuthenticationInfo | None = None,
+        config_id: str = "",
+    ) -> TaskPushNotificationConfig:
+        """Register a webhook for the task; returns the stored config with its ``id``."""
+        config = TaskPushNotificationConfig(
+            tenant=self._tenant,
+            id=config_id,
+            task_id=task_id,
+            url=url,
+            token=token,
+            authentication=authentication,
+        )
+        return await self._call(
+            "CreateTaskPushNotificationConfig", config, TaskPushNotificationConfig
+        )
+
+    async def get_push_config(self, task_id: str, config_id: str) -> TaskPushNotificationConfig:
+        request = GetTaskPushNotificationConfigRequest(
+            tenant=self._tenant, task_id=task_id, id=config_id
+        )
+        return await self._call(
+            "GetTaskPushNotificationConfig", request, TaskPushNotificationConfig
+        )
+
+    async def list_push_configs(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        """Every webhook registered for the task (all pages)."""
+        request = ListTaskPushNotificationConfigsRequest(tenant=self._tenant, task_id=task_id)
+        configs: list[TaskPushNotificationConfig] = []
+        seen: set[str] = set()
+        while True:
+            page = await self._call(
+                "ListTaskPushNotificationConfigs", request, ListTaskPushNotificationConfigsResponse
+            )
+            configs.extend(page.configs)
+            token = page.next_page_token
+            if not token:
+                return configs
+            if token in seen:
+                raise InvalidResponseError(
+                    f"ListTaskPushNotificationConfigs handed out page token {token!r} twice"
+                )
+            seen.add(token)
+            request = msgspec.structs.replace(request, page_token=token)
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        request = DeleteTaskPushNotificationConfigRequest(
+            tenant=self._tenant, task_id=task_id, id=config_id
+        )
+        await self._call("DeleteTaskPushNotificationConfig", request, type(None))
+
+    # -- cards ----------------------------------------------------------------------------
+
+    async def get_extended_card(self) -> AgentCard:
+        """The card the agent shows to you once authenticated; it replaces ``card``."""
+        request = GetExtendedAgentCardRequest(tenant=self._tenant)
+        self._card = await self._call("GetExtendedAgentCard", request, AgentCard)
+        return self._card
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+        if self._owned_http is not None:
+            await self._owned_http.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _call(self, operation: str, request: Any, response_type: type[T]) -> T:
+        return await self._transport.call(operation, request, response_type, self._options)
+
+
+class _Connect:
+    """What ``Client.connect`` returns: await it, or enter it with ``async with``."""
+
+    def __init__(self, connecting: Any) -> None:
+        self._connecting = connecting
+        self._client: Client | None = None
+
+    def __await__(self) -> Generator[Any, None, Client]:
+        return self._connecting.__await__()  # type: ignore[no-any-return]
+
+    async def __aenter__(self) -> Client:
+        self._client = await self._connecting
+        return self._client
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+
+def _choose(
+    card: AgentCard, location: str, bindings: tuple[str, ...], settings: TransportSettings
+) -> tuple[AgentInterface, Transport]:
+    """The first interface of the card this client can use (facts §9.1: order is normative)."""
+    for interface in card.supported_interfaces:
+        if interface.protocol_binding not in bindings or not _speaks(interface.protocol_version):
+            continue
+        factory = transport_factory(interface.protocol_binding)
+        transport = factory(interface, settings) if factory is not None else None
+        if transport is not None:
+            return interface, transport
+    offered = ", ".join(
+        f"{i.protocol_binding} {i.protocol_version or '(no version)'} at {i.url}"
+        for i in card.supported_interfaces
+    )
+    usable = [b for b in bindings if transport_factory(b) is not None]
+    why = [f"{b}: {reason}" for b in bindings if (reason := unavailable_reason(b))]
+    message = (
+        f"No interface of the agent card at {location} can be used. It offers: "
+        f"{offered or 'nothing'}; this client speaks {', '.join(usable) or 'no binding'} "
+        f"at protocol {PROTOCOL_VERSION}"
+    )
+    if settings.in_process:
+        message += " in process"
+    if why:
+        message += " (unavailable: " + "; ".join(why) + ")"
+    raise InvalidAgentCardError(message, url=location)
+
+
+def _speaks(version: str) -> bool:
+    try:
+        check_version(version)
+    except VersionNotSupportedError:
+        return False
+    return True
+
+
+def _interface_of(card: AgentCard, transport: Transport) -> AgentInterface:
+    """The card's entry for a transport chosen by the caller, for its tenant."""
+    for interface in card.supported_interfaces:
+        if (interface.protocol_binding, interface.url) == (transport.binding, transport.url):
+            return interface
+    return AgentInterface(
+        url=transport.url, protocol_binding=transport.binding, protocol_version=PROTOCOL_VERSION
+    )
+
+
+def _configuration(
+    return_immediately: bool,
+    history_length: int | None,
+    accepted_output_modes: Sequence[str] | None,
+) -> SendMessageConfiguration | None:
+    if not return_immediately and history_length is None and accepted_output_modes is None:
+        return None
+    return SendMessageConfiguration(
+        accepted_output_modes=list(accepted_output_modes or ()),
+        history_length=history_length,
+        return_immediately=return_immediately,
+    )
+
+
+def _timestamp(value: datetime | str | None) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if value.tzinfo is None:
+        raise ValueError("status_timestamp_after needs a time zone (e.g. datetime.now(UTC))")
+    moment = value.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

@@ -1,0 +1,236 @@
+"""The HTTP+JSON (REST) binding, client side (facts §6.2): the codec's route table run backwards.
+
+``bindings.rest.encode_request`` turns a typed request into verb, path, query and body, the
+same table the server matches against. Successful answers are decoded into the expected type
+(``application/a2a+json`` or ``application/json``; an Empty result may be ``{}``, ``null`` or
+no body at all). Failures are google.rpc.Status documents, decoded by ``from_rest_error``,
+which also understands the 1.0.0 statuses and problem+json bodies of older servers.
+
+Streams ask for ``text/event-stream``; each event's data is a bare ``StreamResponse``. An error
+after the stream started arrives as one more event holding a Status document (named
+``error`` by the reference SDK and by peerwire; recognised by its content either way).
+SubscribeToTask is sent as POST by default, as the spec text and the reference SDK do;
+``subscribe_method="GET"`` follows the proto's http rule instead (erratum E1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal, TypeVar
+
+import httpx
+import msgspec
+
+from ...bindings.rest import A2A_JSON, encode_request, route_for
+from ...bindings.sse import SSEParser
+from ...errors import A2AError, InvalidResponseError, from_rest_error
+from ...protocol import PROTOCOL_VERSION, format_extensions
+from ...types import AgentInterface, Binding, StreamResponse, decode
+from ._http import client_error, stream_timeout
+from .base import CallOptions, Operation, TransportSettings
+
+__all__ = ["RestTransport", "create_transport"]
+
+T = TypeVar("T")
+
+SubscribeMethod = Literal["POST", "GET"]
+
+_HTTP_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+_ACCEPT_JSON = f"{A2A_JSON}, application/json"
+
+
+class RestTransport:
+    """Calls one HTTP+JSON interface URL through an ``httpx.AsyncClient``."""
+
+    binding = Binding.HTTP_JSON
+
+    def __init__(
+        self,
+        url: str,
+        http: httpx.AsyncClient,
+        *,
+        timeout: float | None = 30.0,
+        stream_idle_timeout: float | None = 60.0,
+        subscribe_method: SubscribeMethod = "POST",
+        owns_http: bool = False,
+    ) -> None:
+        if subscribe_method not in ("POST", "GET"):
+            raise ValueError(f"subscribe_method must be 'POST' or 'GET', not {subscribe_method!r}")
+        self.url = url
+        self._base = url.rstrip("/")
+        self._http = http
+        self._timeout = timeout
+        self._stream_idle_timeout = stream_idle_timeout
+        self._subscribe_method = subscribe_method
+        self._owns_http = owns_http
+
+    async def call(
+        self, operation: Operation, request: Any, response_type: type[T], options: CallOptions
+    ) -> T:
+        if route_for(operation).streaming:
+            raise ValueError(f"{operation} is a streaming operation: use stream()")
+        wire = encode_request(operation, request, subscribe_method=self._subscribe_method)
+        headers = self._headers(options, accept=_ACCEPT_JSON, has_body=wire.body is not None)
+        timeout = options.timeout if options.timeout is not None else self._timeout
+        try:
+            response = await self._http.request(
+                wire.method,
+                self._base + wire.target,
+                content=wire.body,
+                headers=headers,
+                timeout=timeout,
+            )
+        except _HTTP_ERRORS as exc:
+            raise client_error(exc, self.url, operation) from exc
+        if not 200 <= response.status_code < 300:
+            raise from_rest_error(response.status_code, response.content)
+        if response_type is type(None):
+            # Empty: {} from peerwire and the SDK; null or 204 from others. Nothing to read.
+            return None
+        return self._decode(response.content, response_type, operation)
+
+    async def stream(
+        self, operation: Operation, request: Any, options: CallOptions
+    ) -> AsyncIterator[StreamResponse]:
+        if not route_for(operation).streaming:
+            raise ValueError(f"{operation} is not a streaming operation: use call()")
+        wire = encode_request(operation, request, subscribe_method=self._subscribe_method)
+        timeout = options.timeout if options.timeout is not None else self._timeout
+        http_request = self._http.build_request(
+            wire.method,
+            self._base + wire.target,
+            content=wire.body,
+            headers=self._headers(
+                options, accept="text/event-stream", has_body=wire.body is not None
+            ),
+            timeout=stream_timeout(timeout, self._stream_idle_timeout),
+        )
+        try:
+            response = await self._http.send(http_request, stream=True)
+        except _HTTP_ERRORS as exc:
+            raise client_error(exc, self.url, operation) from exc
+        try:
+            if not 200 <= response.status_code < 300:
+                content = await self._read(response, operation)
+                raise from_rest_error(response.status_code, content)
+            content_type = response.headers.get("content-type", "")
+            if not _is_event_stream(content_type):
+                content = await self._read(response, operation)
+                self._raise_if_error(content)
+                raise self._invalid(
+                    operation,
+                    f"it answered with a single document instead of an event stream "
+                    f"(Content-Type {content_type!r}): {_excerpt(content)}",
+                )
+            parser = SSEParser()
+            chunks = response.aiter_bytes()
+            while True:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return
+                except _HTTP_ERRORS as exc:
+                    raise client_error(exc, self.url, f"the {operation} stream") from exc
+                for data in parser.feed(chunk):
+                    yield self._event(data, operation)
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this transport made it; a shared one stays open."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _headers(self, options: CallOptions, *, accept: str, has_body: bool) -> dict[str, str]:
+        headers = {"Accept": accept, "A2A-Version": PROTOCOL_VERSION}
+        if has_body:
+            headers["Content-Type"] = A2A_JSON
+        headers.update(options.headers)
+        if options.extensions:
+            headers["A2A-Extensions"] = format_extensions(options.extensions)
+        return headers
+
+    async def _read(self, response: httpx.Response, operation: str) -> bytes:
+        try:
+            return await response.aread()
+        except _HTTP_ERRORS as exc:
+            raise client_error(exc, self.url, operation) from exc
+
+    def _event(self, data: bytes, operation: str) -> StreamResponse:
+        try:
+            return decode(data, StreamResponse, path="event")
+        except A2AError as exc:
+            # Not an event: maybe the Status document of an error that ended the stream.
+            self._raise_if_error(data)
+            raise self._invalid(
+                operation, f"a stream event is not a StreamResponse: {exc}"
+            ) from None
+
+    def _raise_if_error(self, content: bytes) -> None:
+        try:
+            document = msgspec.json.decode(content)
+        except msgspec.DecodeError:
+            return
+        if isinstance(document, dict) and isinstance(document.get("error"), dict):
+            code = document["error"].get("code")
+            status = code if isinstance(code, int) and 400 <= code <= 599 else 500
+            raise from_rest_error(status, document)
+
+    def _decode(self, raw: bytes, type_: type[T], operation: str) -> T:
+        try:
+            return decode(raw, type_, path="response")
+        except A2AError as exc:
+            # The server's answer does not fit the protocol: not the caller's invalid params.
+            why = f"its body is not a valid {type_.__name__}: {exc}"
+            raise self._invalid(operation, why) from None
+
+    def _invalid(self, operation: str, why: str) -> InvalidResponseError:
+        return InvalidResponseError(
+            f"{operation} to {self.url} got an invalid answer: {why}", url=self.url
+        )
+
+
+def _is_event_stream(content_type: str) -> bool:
+    return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+def _excerpt(content: bytes, limit: int = 200) -> str:
+    text = " ".join(content.decode("utf-8", errors="replace").split())
+    if not text:
+        return "(empty body)"
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def create_transport(
+    interface: AgentInterface,
+    settings: TransportSettings | None = None,
+    *,
+    http_client: httpx.AsyncClient | None = None,
+    subscribe_method: SubscribeMethod = "POST",
+) -> RestTransport:
+    """The registry's factory for ``HTTP+JSON`` interfaces.
+
+    With ``settings`` (the client's registry) the transport uses the client's HTTP pool and
+    timeouts. Standalone, it uses ``http_client`` if given (left open by ``aclose``) or makes
+    its own (closed by ``aclose``).
+    """
+    if interface.protocol_binding != Binding.HTTP_JSON:
+        raise ValueError(
+            f"an {Binding.HTTP_JSON} transport cannot serve a "
+            f"{interface.protocol_binding!r} interface"
+        )
+    if settings is not None:
+        if http_client is not None:
+            raise TypeError("pass either settings or http_client, not both")
+        return RestTransport(
+            interface.url,
+            settings.http,
+            timeout=settings.timeout,
+            stream_idle_timeout=settings.stream_idle_timeout,
+            subscribe_method=subscribe_method,
+        )
+    own = http_client is None
+    http = httpx.AsyncClient() if http_client is None else http_client
+    return RestTransport(interface.url, http, subscribe_method=subscribe_method, owns_http=own)

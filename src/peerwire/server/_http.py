@@ -1,0 +1,197 @@
+"""Raw ASGI plumbing the HTTP bindings share: request headers, bodies, responses, SSE streams.
+
+JSON-RPC (asgi.py) and HTTP+JSON (rest.py) differ in their codecs only; reading a request,
+answering it and running a stream until its end or the client's disconnect happen here once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+from ..bindings.sse import KEEPALIVE
+from ..errors import A2AError, InternalError
+from ..types import StreamResponse
+from .dispatch import TaskStream
+
+__all__ = [
+    "SSE_HEADERS",
+    "BodyTooLarge",
+    "Headers",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
+    "header",
+    "is_json",
+    "plain",
+    "query_param",
+    "read_body",
+    "respond",
+    "send_event_stream",
+]
+
+log = logging.getLogger("peerwire.server")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+_JSON_TYPES = (b"application/json", b"application/a2a+json")
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class Headers:
+    """The request headers a binding looks at, read in one pass."""
+
+    __slots__ = ("content_length", "content_type", "extensions", "version")
+
+    def __init__(self, scope: Scope) -> None:
+        self.content_type: bytes | None = None
+        self.content_length: int | None = None
+        self.version: str | None = None
+        self.extensions: list[str] = []
+        for name, value in scope["headers"]:
+            if name == b"content-type":
+                self.content_type = value
+            elif name == b"content-length":
+                self.content_length = int(value) if value.isdigit() else None
+            elif name == b"a2a-version":
+                self.version = value.decode("latin-1")
+            elif name == b"a2a-extensions":
+                self.extensions.append(value.decode("latin-1"))
+
+
+def header(scope: Scope, wanted: bytes) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == wanted:
+            return value  # type: ignore[no-any-return]
+    return None
+
+
+def query_param(scope: Scope, name: str) -> str | None:
+    query = scope.get("query_string", b"")
+    if not query:
+        return None
+    for key, value in parse_qsl(query.decode("latin-1")):
+        if key.lower() == name.lower():
+            return str(value)
+    return None
+
+
+def is_json(content_type: bytes | None) -> bool:
+    if content_type is None:
+        return False
+    media = content_type.split(b";", 1)[0].strip().lower()
+    return media in _JSON_TYPES
+
+
+async def read_body(receive: Receive, limit: int, declared: int | None) -> bytes:
+    if declared is not None and declared > limit:
+        raise BodyTooLarge
+    message = await receive()
+    body = message.get("body", b"")
+    if not message.get("more_body", False):
+        if len(body) > limit:
+            raise BodyTooLarge
+        return body  # type: ignore[no-any-return]
+    chunks = [body]
+    size = len(body)
+    while message.get("more_body", False):
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes,
+    extra: list[tuple[bytes, bytes]] | None = None,
+    content_type: bytes = b"application/json",
+) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", b"%d" % len(body))]
+    if extra:
+        headers.extend(extra)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def plain(
+    send: Send, status: int, text: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", b"%d" % len(text)),
+    ]
+    if extra:
+        headers.extend(extra)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": text})
+
+
+async def send_event_stream(
+    receive: Receive,
+    send: Send,
+    stream: TaskStream,
+    *,
+    event_frame: Callable[[StreamResponse], bytes],
+    error_frame: Callable[[A2AError], bytes],
+    keepalive_seconds: float,
+    extra: list[tuple[bytes, bytes]],
+) -> None:
+    """Answer 200 ``text/event-stream`` and send ``stream`` until it ends or the client leaves.
+
+    ``event_frame`` and ``error_frame`` turn an event, or an error that ends the stream after
+    it started, into a complete SSE frame: the bindings differ only there.
+    """
+    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + extra})
+    # One watcher per stream notices the client going away and closes the stream, so an
+    # abandoned stream stops following its task. It lives exactly as long as this call.
+    watcher = asyncio.ensure_future(_wait_for_disconnect(receive))
+    watcher.add_done_callback(lambda _: stream.close())
+    try:
+        while True:
+            try:
+                item = await stream.next(keepalive_seconds)
+            except StopAsyncIteration:
+                break
+            except A2AError as error:
+                payload = error_frame(error)
+                await send({"type": "http.response.body", "body": payload, "more_body": True})
+                break
+            except Exception:
+                # The response has started: the error can only travel as the stream's last event.
+                log.exception("peerwire: a stream failed")
+                payload = error_frame(
+                    InternalError("Internal error: the server failed while streaming")
+                )
+                await send({"type": "http.response.body", "body": payload, "more_body": True})
+                break
+            payload = KEEPALIVE if item is None else event_frame(item)
+            await send({"type": "http.response.body", "body": payload, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        watcher.cancel()
+        stream.close()
+
+
+async def _wait_for_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass

@@ -1,0 +1,220 @@
+"""The gRPC binding, server side (facts §6.3): a ``grpc.aio`` service over the ``Dispatcher``.
+
+Each rpc decodes its request, calls the dispatcher operation of the same name and encodes the
+answer; the two streaming rpcs relay the dispatcher's ``TaskStream``. Requests arrive as raw
+bytes and are parsed here rather than by gRPC, so a malformed message is answered with
+INVALID_ARGUMENT and a clear message instead of an exception inside gRPC's machinery.
+A message larger than the receive limit never reaches us: gRPC itself answers
+RESOURCE_EXHAUSTED ("Received message larger than max").
+
+Service parameters come from the call metadata: ``a2a-version`` (checked as on the HTTP
+bindings, honouring the lenient option) and ``a2a-extensions``; the extensions that were
+activated are echoed in the initial metadata. Errors leave as status code + message + a
+``google.rpc.Status`` with ``ErrorInfo`` (and ``BadRequest``) in ``grpc-status-details-bin``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from ..bindings.grpc.convert import from_bytes, to_bytes
+from ..bindings.grpc.service import RPCS, SERVICE, Rpc
+from ..bindings.grpc.status import DETAILS_KEY, encode_status
+from ..errors import A2AError, InternalError
+from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
+from ..types import Model
+from .dispatch import CallContext, Dispatcher, TaskStream
+
+__all__ = [
+    "DEFAULT_MAX_RECEIVE_BYTES",
+    "GrpcService",
+    "grpc_address",
+    "serving_grpc",
+    "start_grpc_server",
+]
+
+log = logging.getLogger("peerwire.server")
+
+DEFAULT_MAX_RECEIVE_BYTES = 10 * 1024 * 1024
+"""The largest request accepted, as for the HTTP bindings' bodies."""
+
+_STATUS_CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+Unary = Callable[[bytes, grpc.aio.ServicerContext[Any, Any]], Awaitable[bytes]]
+Streaming = Callable[[bytes, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[bytes]]
+
+
+class GrpcService:
+    """``lf.a2a.v1.A2AService`` for one dispatcher; ``handler()`` is what a grpc server takes."""
+
+    def __init__(self, dispatcher: Dispatcher, *, lenient_version: bool = False) -> None:
+        self.dispatcher = dispatcher
+        self.lenient_version = lenient_version
+        extensions = dispatcher.card().capabilities.extensions
+        self._supported_extensions = tuple(e.uri for e in extensions)
+        self._required_extensions = tuple(e.uri for e in extensions if e.required)
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        handlers = {
+            rpc.name: (
+                grpc.unary_stream_rpc_method_handler(self._streaming(rpc))
+                if rpc.streaming
+                else grpc.unary_unary_rpc_method_handler(self._unary(rpc))
+            )
+            for rpc in RPCS.values()
+        }
+        return grpc.method_handlers_generic_handler(SERVICE, handlers)
+
+    def _unary(self, rpc: Rpc) -> Unary:
+        operation = getattr(self.dispatcher, rpc.operation)
+
+        async def handle(payload: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+            try:
+                request, call = await self._accept(rpc, payload, context)
+                result = await operation(request, call)
+                return b"" if result is None else to_bytes(result)
+            except A2AError as error:
+                await _abort(context, error)
+            except Exception:
+                log.exception("peerwire: gRPC %s failed", rpc.name)
+                await _abort(context, _internal())
+            raise AssertionError("unreachable: abort raises")
+
+        return handle
+
+    def _streaming(self, rpc: Rpc) -> Streaming:
+        operation = getattr(self.dispatcher, rpc.operation)
+
+        async def handle(
+            payload: bytes, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[bytes]:
+            stream: TaskStream | None = None
+            try:
+                request, call = await self._accept(rpc, payload, context)
+                stream = await operation(request, call)
+                # A client that goes away cancels this generator at its await: the stream is
+                # closed below, so an abandoned stream stops following its task.
+                async for event in stream:
+                    yield to_bytes(event)
+            except A2AError as error:
+                await _abort(context, error)
+            except Exception:
+                log.exception("peerwire: gRPC %s failed", rpc.name)
+                await _abort(context, _internal())
+            finally:
+                if stream is not None:
+                    stream.close()
+
+        return handle
+
+    async def _accept(
+        self, rpc: Rpc, payload: bytes, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> tuple[Model, CallContext]:
+        """Check the service parameters and decode the request, in the HTTP bindings' order."""
+        version: str | None = None
+        requested: list[str] = []
+        for key, value in context.invocation_metadata() or ():
+            if key == "a2a-version" and isinstance(value, str):
+                version = value
+            elif key == "a2a-extensions" and isinstance(value, str):
+                requested.append(value)
+        check_version(version, lenient=self.lenient_version)
+        request = from_bytes(payload, rpc.request)
+        extensions = active_extensions(
+            parse_extensions(requested), self._supported_extensions, self._required_extensions
+        )
+        if extensions:
+            await context.send_initial_metadata(
+                (("a2a-extensions", format_extensions(extensions)),)
+            )
+        return request, CallContext(extensions=extensions)
+
+
+def _internal() -> InternalError:
+    return InternalError("Internal error: the server failed while handling this request")
+
+
+async def _abort(context: grpc.aio.ServicerContext[Any, Any], error: A2AError) -> None:
+    code, message, details = encode_status(error)
+    await context.abort(
+        _STATUS_CODES.get(code, grpc.StatusCode.UNKNOWN),
+        message,
+        trailing_metadata=((DETAILS_KEY, details),),
+    )
+
+
+def grpc_address(host: str, port: int) -> str:
+    """``host:port`` as gRPC (and ``AgentInterface.url``) write it; IPv6 hosts in brackets."""
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{host}:{port}"
+
+
+async def start_grpc_server(
+    dispatcher: Dispatcher,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    lenient_version: bool = False,
+    max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES,
+) -> tuple[grpc.aio.Server, int]:
+    """Start serving ``dispatcher`` over gRPC (without TLS) on ``host:port``; ``0``: a free port.
+
+    Returns the started server and the port it is bound to. Stop it with ``await
+    server.stop(grace)``. Raises ``OSError`` when the address cannot be bound.
+    """
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", max_receive_bytes),
+            # Without this, Linux lets a second server bind a port already in use and the two
+            # silently share its connections.
+            ("grpc.so_reuseport", 0),
+        ]
+    )
+    server.add_generic_rpc_handlers(
+        (GrpcService(dispatcher, lenient_version=lenient_version).handler(),)
+    )
+    address = grpc_address(host, port)
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise OSError(f"cannot listen for gRPC on {address}: {exc}") from None
+    if bound == 0:
+        raise OSError(f"cannot listen for gRPC on {address}")
+    await server.start()
+    return server, bound
+
+
+@contextlib.asynccontextmanager
+async def serving_grpc(
+    dispatcher: Dispatcher,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    lenient_version: bool = False,
+    max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES,
+    grace: float = 10.0,
+) -> AsyncIterator[int]:
+    """Serve gRPC for the duration of the block; yields the bound port.
+
+    On exit new calls are refused and running ones get ``grace`` seconds before they are
+    cancelled (their clients see CANCELLED and can resubscribe elsewhere).
+    """
+    server, bound = await start_grpc_server(
+        dispatcher,
+        host,
+        port,
+        lenient_version=lenient_version,
+        max_receive_bytes=max_receive_bytes,
+    )
+    log.info("peerwire: serving gRPC on %s", grpc_address(host, bound))
+    try:
+        yield bound
+    finally:
+        await server.stop(grace)

@@ -1,0 +1,172 @@
+"""The HTTP+JSON (REST) binding, server side (facts §6.2): ASGI in, dispatcher calls, ASGI out.
+
+``A2AApp`` hands every request under the REST prefix (default ``/rest``) to ``RestHandler``.
+The codec (``bindings/rest.py``) matches the route and builds the typed request; this module
+does the HTTP around it: body limits, content type, ``A2A-Version`` (header or query),
+``A2A-Extensions`` (required ones enforced, active ones echoed), then one dispatcher call.
+Success is 200 ``application/a2a+json`` (``{}`` for Empty); the two streaming routes answer
+SSE whose ``data:`` lines are bare ``StreamResponse`` objects. Every failure is a
+google.rpc.Status document with the status of the wire table, decided before any state
+changes; an error after a stream started travels as a last ``event: error`` frame (the
+reference SDK's form) holding the same document.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from urllib.parse import quote
+
+from ..bindings import rest
+from ..bindings.sse import frame
+from ..errors import A2AError, InternalError, InvalidRequestError
+from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
+from ..types import encode
+from ._http import (
+    BodyTooLarge,
+    Headers,
+    Receive,
+    Scope,
+    Send,
+    query_param,
+    read_body,
+    respond,
+    send_event_stream,
+)
+from .dispatch import CallContext, Dispatcher
+
+__all__ = ["RestHandler"]
+
+log = logging.getLogger("peerwire.server")
+
+_A2A_JSON = rest.A2A_JSON.encode()
+_ERROR_EVENT = b"error"
+_EXTENSIONS_HEADER = b"a2a-extensions"
+
+
+class RestHandler:
+    """Serves the REST binding of one dispatcher below ``prefix``."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        prefix: str = "/rest",
+        max_body_bytes: int = 10 * 1024 * 1024,
+        lenient_version: bool = False,
+        keepalive_seconds: float = 15.0,
+        supported_extensions: Iterable[str] = (),
+        required_extensions: Iterable[str] = (),
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.prefix = prefix.rstrip("/")
+        self.max_body_bytes = max_body_bytes
+        self.lenient_version = lenient_version
+        self.keepalive_seconds = keepalive_seconds
+        self._supported_extensions = tuple(supported_extensions)
+        self._required_extensions = tuple(required_extensions)
+        self._owned = self.prefix + "/"
+
+    def owns(self, path: str) -> bool:
+        """Whether ``path`` (decoded, as in the ASGI scope) is under the REST prefix."""
+        return path.startswith(self._owned) or path == self.prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope["method"]
+        try:
+            found = rest.match_route(method, self._relative_path(scope))
+        except A2AError as error:
+            await _error(send, error)
+            return
+        if isinstance(found, rest.MethodNotAllowed):
+            allow = [(b"allow", ", ".join(found.allow).encode())]
+            await _error(send, found.error(), http_status=405, extra=allow)
+            return
+        route = found.route
+        headers = Headers(scope)
+        body = b""
+        if route.has_body:
+            try:
+                body = await read_body(receive, self.max_body_bytes, headers.content_length)
+            except BodyTooLarge:
+                too_large = InvalidRequestError(
+                    f"Request payload validation error: the body is larger than "
+                    f"{self.max_body_bytes} bytes"
+                )
+                await _error(send, too_large, http_status=413)
+                return
+        try:
+            if body.strip():
+                content_type = headers.content_type
+                rest.check_content_type(None if content_type is None else content_type.decode())
+            version = headers.version
+            if version is None:
+                version = query_param(scope, rest.VERSION_PARAM)
+            check_version(version, lenient=self.lenient_version)
+            request = rest.build_request(found, query=scope.get("query_string", b""), body=body)
+            extensions = active_extensions(
+                parse_extensions(headers.extensions),
+                self._supported_extensions,
+                self._required_extensions,
+            )
+        except A2AError as error:
+            await _error(send, error)
+            return
+        call = CallContext(extensions=extensions)
+        extra = [(_EXTENSIONS_HEADER, format_extensions(extensions).encode())] if extensions else []
+        operation = getattr(self.dispatcher, route.dispatch)
+        try:
+            result = await operation(request, call)
+        except A2AError as error:
+            await _error(send, error, extra=extra)
+            return
+        except Exception:
+            log.exception("peerwire: %s failed", route.operation)
+            internal = InternalError(
+                "Internal error: the server failed while handling this request"
+            )
+            await _error(send, internal, extra=extra)
+            return
+        if not route.streaming:
+            payload = b"{}" if result is None else encode(result)
+            await respond(send, 200, payload, extra, content_type=_A2A_JSON)
+            return
+        await send_event_stream(
+            receive,
+            send,
+            result,
+            event_frame=_event_frame,
+            error_frame=_error_frame,
+            keepalive_seconds=self.keepalive_seconds,
+            extra=extra,
+        )
+
+    def _relative_path(self, scope: Scope) -> str:
+        """The still percent-encoded path below the prefix: ids may carry ``%2F`` and ``%3A``."""
+        raw: bytes | None = scope.get("raw_path")
+        if raw:
+            text = raw.split(b"?", 1)[0].decode("latin-1")
+            if text.startswith(self.prefix):
+                return text[len(self.prefix) :]
+        # No raw path (or one that disagrees with ours): re-encode the decoded one.
+        decoded: str = scope["path"][len(self.prefix) :]
+        return quote(decoded, safe="/:@!$&'()*+,;=-._~")
+
+
+def _event_frame(item: object) -> bytes:
+    return frame(encode(item))
+
+
+def _error_frame(error: A2AError) -> bytes:
+    return frame(rest.encode_stream_error(error), _ERROR_EVENT)
+
+
+async def _error(
+    send: Send,
+    error: A2AError,
+    *,
+    http_status: int | None = None,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    status, body = rest.encode_error(error, http_status=http_status)
+    await respond(send, status, body, extra, content_type=_A2A_JSON)

@@ -1,0 +1,210 @@
+"""The SQL of the relational task stores: schema, migrations and the ListTasks query.
+
+Written once for SQLite and, later, PostgreSQL: statements use ``?`` placeholders (``numbered``
+turns them into ``$1, $2, ...`` for asyncpg) and the DDL names its two dialect-specific column
+types as ``{blob}`` and ``{bigint}``. Row values (``(a, b) < (?, ?)``), ``ON CONFLICT`` and
+``DESC`` index columns mean the same in both. Ordering compares ``status_key`` and ``id`` as
+plain code-point strings (SQLite's BINARY collation); PostgreSQL must declare those two columns
+``COLLATE "C"`` to sort the same way.
+
+Shape (one row per task, events since its last snapshot, push configs by task)::
+
+    tasks(id PK, tenant, owner, context_id, state, status_key, version,
+          snapshot, snapshot_version)
+    events(task_id, version, kind, body)          PK (task_id, version)
+    push_configs(task_id, id, seq, body)          PK (task_id, id)
+    schema_version(version)
+
+``snapshot`` is the ProtoJSON ``Task`` folded up to ``snapshot_version``; the task is that
+snapshot plus its ``events`` rows above that version. ``status_key`` is
+``protocol.sort_key(status.timestamp)``, the order ListTasks uses.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ...protocol import TERMINAL, ListQuery
+
+__all__ = [
+    "DELETE_EVENTS",
+    "DELETE_PUSH_CONFIG",
+    "GET_PUSH_CONFIG",
+    "INSERT_EVENT",
+    "INSERT_TASK",
+    "LIST_PUSH_CONFIGS",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SELECT_EVENTS",
+    "SELECT_TASK",
+    "SELECT_TASK_VERSION",
+    "SELECT_UNFINISHED",
+    "TASK_EXISTS",
+    "UPSERT_PUSH_CONFIG",
+    "ListStatements",
+    "ddl",
+    "delete_terminal_before",
+    "list_tasks",
+    "numbered",
+    "select_events_of",
+    "update_task",
+]
+
+# One tuple of statements per schema version; version n is reached by running MIGRATIONS[n-1].
+# Never edit a released entry: add a new one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE tasks (
+            id TEXT PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            context_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            status_key TEXT NOT NULL,
+            version {bigint} NOT NULL,
+            snapshot {blob} NOT NULL,
+            snapshot_version {bigint} NOT NULL
+        )""",
+        # ListTasks: every listing is per tenant, often per owner or context, newest first.
+        "CREATE INDEX tasks_by_tenant ON tasks (tenant, status_key DESC, id DESC)",
+        "CREATE INDEX tasks_by_owner ON tasks (tenant, owner, status_key DESC, id DESC)",
+        "CREATE INDEX tasks_by_context ON tasks (tenant, context_id, status_key DESC, id DESC)",
+        # Restart recovery (unfinished tasks) and retention (old terminal tasks).
+        "CREATE INDEX tasks_by_state ON tasks (state, status_key)",
+        """CREATE TABLE events (
+            task_id TEXT NOT NULL,
+            version {bigint} NOT NULL,
+            kind TEXT NOT NULL,
+            body {blob} NOT NULL,
+            PRIMARY KEY (task_id, version)
+        )""",
+        """CREATE TABLE push_configs (
+            task_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            seq {bigint} NOT NULL,
+            body {blob} NOT NULL,
+            PRIMARY KEY (task_id, id)
+        )""",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def ddl(statement: str, *, blob: str, bigint: str) -> str:
+    """A migration statement in one dialect (SQLite: BLOB/INTEGER; PostgreSQL: BYTEA/BIGINT)."""
+    return statement.format(blob=blob, bigint=bigint)
+
+
+def numbered(sql: str) -> str:
+    """``?`` placeholders as ``$1, $2, ...`` (asyncpg's style). No statement here quotes a ?."""
+    counter = iter(range(1, 10_000))
+    return re.sub(r"\?", lambda _: f"${next(counter)}", sql)
+
+
+_TERMINAL_NAMES = tuple(sorted(state.value for state in TERMINAL))
+_TERMINAL_IN = "(" + ", ".join(f"'{name}'" for name in _TERMINAL_NAMES) + ")"
+
+INSERT_TASK = (
+    "INSERT INTO tasks (id, tenant, owner, context_id, state, status_key, version, snapshot, "
+    "snapshot_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
+)
+SELECT_TASK_VERSION = "SELECT version FROM tasks WHERE id = ?"
+TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
+SELECT_TASK = (
+    "SELECT context_id, tenant, owner, version, snapshot, snapshot_version FROM tasks WHERE id = ?"
+)
+SELECT_EVENTS = "SELECT kind, body FROM events WHERE task_id = ? AND version > ? ORDER BY version"
+INSERT_EVENT = "INSERT INTO events (task_id, version, kind, body) VALUES (?, ?, ?, ?)"
+# A snapshot absorbs every event up to its version.
+DELETE_EVENTS = "DELETE FROM events WHERE task_id = ? AND version <= ?"
+SELECT_UNFINISHED = (
+    f"SELECT id, context_id, tenant, owner, state FROM tasks WHERE state NOT IN {_TERMINAL_IN}"
+)
+
+UPSERT_PUSH_CONFIG = (
+    "INSERT INTO push_configs (task_id, id, seq, body) VALUES "
+    "(?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM push_configs WHERE task_id = ?), ?) "
+    "ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body"
+)
+GET_PUSH_CONFIG = "SELECT body FROM push_configs WHERE task_id = ? AND id = ?"
+LIST_PUSH_CONFIGS = "SELECT body FROM push_configs WHERE task_id = ? ORDER BY seq"
+DELETE_PUSH_CONFIG = "DELETE FROM push_configs WHERE task_id = ? AND id = ?"
+
+
+def update_task(*, with_snapshot: bool) -> str:
+    """Move a task to its new version: a compare-and-swap on the version it was read at.
+
+    Parameters: version, state, status_key, [snapshot, snapshot_version,] id, expected version.
+    Zero rows updated means another writer got there first (or the task is gone).
+    """
+    snapshot = ", snapshot = ?, snapshot_version = ?" if with_snapshot else ""
+    return (
+        f"UPDATE tasks SET version = ?, state = ?, status_key = ?{snapshot} "
+        "WHERE id = ? AND version = ?"
+    )
+
+
+def select_events_of(count: int) -> str:
+    """The events of ``count`` tasks (their ids are the parameters), in version order."""
+    marks = ", ".join("?" * count)
+    return (
+        f"SELECT task_id, version, kind, body FROM events WHERE task_id IN ({marks}) "
+        "ORDER BY task_id, version"
+    )
+
+
+def delete_terminal_before() -> tuple[str, ...]:
+    """Remove terminal tasks with a status key below the parameter, with their rows elsewhere.
+
+    Each statement takes the cut-off key as its only parameter.
+    """
+    doomed = f"SELECT id FROM tasks WHERE state IN {_TERMINAL_IN} AND status_key < ?"
+    return (
+        f"DELETE FROM events WHERE task_id IN ({doomed})",
+        f"DELETE FROM push_configs WHERE task_id IN ({doomed})",
+        f"DELETE FROM tasks WHERE state IN {_TERMINAL_IN} AND status_key < ?",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ListStatements:
+    """The two queries of one ListTasks page: the total count and the page itself.
+
+    The page selects ``id, state, version, snapshot, snapshot_version`` and one row more than
+    the page size, so the caller knows whether another page follows.
+    """
+
+    count_sql: str
+    count_params: tuple[object, ...]
+    page_sql: str
+    page_params: tuple[object, ...]
+
+
+def list_tasks(query: ListQuery, *, tenant: str, owner: str | None) -> ListStatements:
+    """The SQL form of ``ListQuery.matches`` / ``after_cursor`` and of ``select_page``'s order."""
+    where = ["tenant = ?"]
+    params: list[object] = [tenant]
+    if owner is not None:
+        where.append("owner = ?")
+        params.append(owner)
+    if query.context_id:
+        where.append("context_id = ?")
+        params.append(query.context_id)
+    if query.status is not None:
+        where.append("state = ?")
+        params.append(query.status.value)
+    if query.status_after is not None:
+        where.append("status_key >= ?")
+        params.append(query.status_after)
+    count_sql = f"SELECT COUNT(*) FROM tasks WHERE {' AND '.join(where)}"
+    page_where, page_params = list(where), list(params)
+    if query.cursor is not None:
+        page_where.append("(status_key, id) < (?, ?)")
+        page_params.extend(query.cursor)
+    page_sql = (
+        "SELECT id, state, version, snapshot, snapshot_version FROM tasks "
+        f"WHERE {' AND '.join(page_where)} ORDER BY status_key DESC, id DESC LIMIT ?"
+    )
+    page_params.append(query.page_size + 1)
+    return ListStatements(count_sql, tuple(params), page_sql, tuple(page_params))

@@ -1,0 +1,588 @@
+"""The SQLite ``TaskStore``: durable by default, in one file, with no server to run.
+
+Layout (see ``_sql``): one row per task holding a ProtoJSON snapshot, an append-only table of
+the events since that snapshot, and push configs. A streamed chunk appends one small event row
+and bumps the task row's version; the snapshot is rewritten only when the task settles
+(terminal or interrupted) or every ``snapshot_every`` events, and then absorbs the rows it
+covers. Loading a task folds its events onto its snapshot.
+
+Durability: the database is in WAL mode and an ``append`` returns only once its transaction
+has committed. With ``synchronous="NORMAL"`` (the default) a committed write is in the OS page
+cache, so it survives the process being killed (``kill -9``, a crash) but not a power cut or
+kernel panic; ``synchronous="FULL"`` fsyncs every commit and survives those too. Writes from
+concurrent tasks are group-committed by one writer thread (see ``_sqlite_io``).
+
+Memory: the records of running (submitted, working) tasks stay in memory, which is what lets an
+``append`` be validated without reading; settled tasks (terminal, or waiting for input or auth)
+are kept in a small LRU and read back from the file when needed. Anything the store hands out
+has been committed: a write is applied to the in-memory record only after it is durable.
+
+Retention: with ``retain_finished``, terminal tasks whose status is older than that are
+deleted (with their events and push configs) when the store opens and then at most every
+``_SWEEP_INTERVAL_S`` seconds, piggybacked on task creation: no timer task of its own.
+
+Concurrency: appends to one task are applied one at a time, in order. Every write is also a
+compare-and-swap on the task row's version, so a second process writing the same file (or a
+stale cache) is detected: an append without ``expected_version`` then reloads and retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any, Literal, TypeVar
+
+import anyio.to_thread
+
+from ...errors import InternalError, TaskNotFoundError, VersionConflictError
+from ...protocol import TERMINAL, Event, ListQuery, TaskRecord, ends_blocking_wait, sort_key
+from ...protocol.paging import encode_page_token
+from ...types import Task, TaskPushNotificationConfig, TaskState, TaskStatusUpdateEvent
+from . import _sql
+from ._rows import (
+    decode_push_config,
+    encode_push_config,
+    event_body,
+    record_from_rows,
+    snapshot_body,
+    status_key,
+)
+from ._sqlite_io import GroupCommitWriter, ReaderPool, connect, migrate, wait_durable
+from .base import StoredTaskInfo
+from .retention import retention_cutoff
+
+__all__ = ["SQLiteTaskStore"]
+
+log = logging.getLogger("peerwire.stores.sqlite")
+
+T = TypeVar("T")
+Synchronous = Literal["NORMAL", "FULL"]
+
+# How often an append without expected_version reloads and retries after finding the row
+# changed under it (another process writing the same file): more would mean a livelock.
+_ATTEMPTS = 3
+_SWEEP_INTERVAL_S = 600.0
+
+
+class _Entry:
+    """A task held in memory: its record, who it belongs to, and its write in flight."""
+
+    __slots__ = ("owner", "record", "snapshot_version", "stale", "tail", "tenant")
+
+    def __init__(self, record: TaskRecord, tenant: str, owner: str, snapshot_version: int) -> None:
+        self.record = record
+        self.tenant = tenant
+        self.owner = owner
+        self.snapshot_version = snapshot_version
+        self.tail: asyncio.Future[Any] | None = None
+        """The last write submitted for this task and not yet durable."""
+        self.stale = False
+        """The database moved on without this process: reload before writing."""
+
+    def visible_to(self, tenant: str, owner: str | None) -> bool:
+        return self.tenant == tenant and (owner is None or self.owner == owner)
+
+
+class _StaleRow(Exception):
+    """The task row's version was not the one this process validated against."""
+
+    def __init__(self, actual: int | None) -> None:
+        super().__init__(actual)
+        self.actual = actual
+
+
+class SQLiteTaskStore:
+    """Tasks, their events and push configs in a SQLite file (created if missing)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Synchronous = "NORMAL",
+        snapshot_every: int = 64,
+        settled_cache: int = 256,
+        readers: int = 2,
+        retain_finished: timedelta | None = None,
+    ) -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        if snapshot_every < 1 or settled_cache < 0 or readers < 1:
+            raise ValueError("snapshot_every and readers must be >= 1, settled_cache >= 0")
+        if retain_finished is not None and retain_finished <= timedelta(0):
+            raise ValueError(f"retain_finished must be positive, got {retain_finished}")
+        self.path = os.fspath(path)
+        self.synchronous = synchronous
+        self.snapshot_every = snapshot_every
+        self._settled_capacity = settled_cache
+        self._reader_count = readers
+        self.retain_finished = retain_finished
+        self._next_sweep = 0.0
+        self._running: dict[str, _Entry] = {}
+        self._settled: OrderedDict[str, _Entry] = OrderedDict()
+        self._writer: GroupCommitWriter | None = None
+        self._readers: ReaderPool | None = None
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        if self._writer is not None:
+            return
+        try:
+            connection = await anyio.to_thread.run_sync(self._prepare)
+        except sqlite3.Error as exc:
+            raise OSError(f"cannot open the SQLite task store {self.path!r}: {exc}") from exc
+        readers: list[sqlite3.Connection] = []
+        try:
+            for _ in range(self._reader_count):
+                readers.append(await anyio.to_thread.run_sync(self._connect_reader))
+        except BaseException:
+            for opened in (connection, *readers):
+                opened.close()
+            raise
+        self._readers = ReaderPool(readers)
+        self._writer = GroupCommitWriter(connection)
+        self._writer.start()
+        self._sweep_if_due()
+
+    def _prepare(self) -> sqlite3.Connection:
+        connection = connect(self.path, synchronous=self.synchronous)
+        try:
+            connection.execute("PRAGMA busy_timeout=30000")
+            migrate(connection)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _connect_reader(self) -> sqlite3.Connection:
+        return connect(self.path, synchronous=self.synchronous, read_only=True)
+
+    async def close(self) -> None:
+        writer, readers = self._writer, self._readers
+        self._writer = self._readers = None
+        if writer is not None:
+            await writer.stop()
+        if readers is not None:
+            await readers.close()
+        self._running.clear()
+        self._settled.clear()
+
+    @property
+    def cached_tasks(self) -> int:
+        """How many task records are held in memory (running ones plus the settled LRU)."""
+        return len(self._running) + len(self._settled)
+
+    @property
+    def commits(self) -> int:
+        """Transactions committed since ``open`` (group commit puts many writes in one)."""
+        return 0 if self._writer is None else self._writer.commits
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    async def create(self, record: TaskRecord, *, tenant: str, owner: str) -> None:
+        self._sweep_if_due()
+        cached = self._cached(record.id)
+        if cached is not None:
+            raise VersionConflictError(record.id, expected=0, actual=cached.record.version)
+        row = (
+            record.id,
+            tenant,
+            owner,
+            record.context_id,
+            record.state.value,
+            status_key(record),
+            record.version,
+            snapshot_body(record),
+            record.version,
+        )
+
+        def insert(connection: sqlite3.Connection) -> None:
+            if connection.execute(_sql.INSERT_TASK, row).rowcount == 0:
+                found = connection.execute(_sql.SELECT_TASK_VERSION, (record.id,)).fetchone()
+                raise VersionConflictError(
+                    record.id, expected=0, actual=None if found is None else int(found[0])
+                )
+
+        def created(_: None, error: BaseException | None) -> None:
+            if error is None:
+                self._file(_Entry(record, tenant, owner, record.version))
+
+        await self._write(insert, created)
+
+    async def load(
+        self, task_id: str, *, tenant: str, owner: str | None = None
+    ) -> TaskRecord | None:
+        entry = self._cached(task_id)
+        if entry is not None:
+            return entry.record if entry.visible_to(tenant, owner) else None
+        found = await self._read(lambda connection: _read_task(connection, task_id))
+        if found is None:
+            return None
+        record, row_tenant, row_owner, _ = found
+        if row_tenant != tenant or (owner is not None and row_owner != owner):
+            return None
+        return record
+
+    async def append(
+        self, task_id: str, events: Sequence[Event], *, expected_version: int | None = None
+    ) -> int:
+        batch = tuple(events)
+        seen: int | None = None
+        for _ in range(_ATTEMPTS):
+            entry = await self._writable(task_id)
+            # Appends to one task go one at a time: each validates against the durable state
+            # the previous one left. Waiting never cancels the write being waited for.
+            while entry.tail is not None:
+                await asyncio.wait((entry.tail,))
+            if entry.stale:
+                continue
+            record = entry.record
+            if expected_version is not None and expected_version != record.version:
+                raise VersionConflictError(
+                    task_id, expected=expected_version, actual=record.version
+                )
+            if not batch:
+                return record.version
+            try:
+                return await self._append(entry, batch)
+            except _StaleRow as stale:
+                if expected_version is not None:
+                    raise VersionConflictError(
+                        task_id, expected=expected_version, actual=stale.actual
+                    ) from None
+                seen = record.version
+        # Another process keeps winning the race for this task's row.
+        raise VersionConflictError(task_id, expected=seen if seen is not None else -1, actual=None)
+
+    async def _append(self, entry: _Entry, events: tuple[Event, ...]) -> int:
+        record = entry.record
+        base = record.version
+        version = base + len(events)
+        last_status = next(
+            (e.status for e in reversed(events) if isinstance(e, TaskStatusUpdateEvent)), None
+        )
+        settles = last_status is not None and ends_blocking_wait(last_status.state)
+        with_snapshot = settles or version - entry.snapshot_version >= self.snapshot_every
+        if with_snapshot or len(events) > 1:
+            # A batch is validated on a copy, so a bad event leaves nothing applied.
+            after = _copy(record)
+            for event in events:
+                after.apply(event)
+        else:
+            record.check(events[0])
+            after = None
+        status = record.status if last_status is None else last_status
+        key = sort_key(status.timestamp)
+        update = _sql.update_task(with_snapshot=with_snapshot)
+        task_id = record.id
+        if with_snapshot:
+            assert after is not None
+            params: tuple[object, ...] = (
+                version,
+                status.state.value,
+                key,
+                snapshot_body(after),
+                version,
+                task_id,
+                base,
+            )
+            rows: list[tuple[object, ...]] = []
+        else:
+            params = (version, status.state.value, key, task_id, base)
+            rows = [
+                (task_id, base + offset, *event_body(event))
+                for offset, event in enumerate(events, start=1)
+            ]
+
+        def write(connection: sqlite3.Connection) -> None:
+            if connection.execute(update, params).rowcount == 0:
+                found = connection.execute(_sql.SELECT_TASK_VERSION, (task_id,)).fetchone()
+                raise _StaleRow(None if found is None else int(found[0]))
+            if with_snapshot:
+                connection.execute(_sql.DELETE_EVENTS, (task_id, version))
+            else:
+                connection.executemany(_sql.INSERT_EVENT, rows)
+
+        def written(_: None, error: BaseException | None) -> None:
+            entry.tail = None
+            if error is not None:
+                if isinstance(error, _StaleRow):
+                    self._forget(entry)
+                return
+            try:
+                for event in events:
+                    record.apply(event)
+            except Exception:  # validated above, so only a bug gets here: trust the file
+                self._forget(entry)
+                raise
+            if with_snapshot:
+                entry.snapshot_version = version
+            self._file(entry)
+
+        entry.tail = self._submit(write, written)
+        await self._durable(entry.tail)
+        return version
+
+    async def list_tasks(
+        self, query: ListQuery, *, tenant: str, owner: str | None
+    ) -> tuple[list[Task], str, int]:
+        statements = _sql.list_tasks(query, tenant=tenant, owner=owner)
+        total, rows = await self._read(lambda connection: _read_page(connection, statements))
+        more = len(rows) > query.page_size
+        rows = rows[: query.page_size]
+        tasks = []
+        for task_id, record in rows:
+            # A running task's cached record may already hold a commit the read did not see.
+            entry = self._running.get(task_id)
+            current = entry.record if entry is not None else record
+            tasks.append(
+                current.snapshot(
+                    history_length=query.history_length,
+                    include_artifacts=query.include_artifacts,
+                )
+            )
+        token = ""
+        if more and tasks:
+            last = tasks[-1]
+            token = encode_page_token(sort_key(last.status.timestamp), last.id)
+        return tasks, token, total
+
+    async def unfinished(self) -> list[StoredTaskInfo]:
+        rows = await self._read(
+            lambda connection: connection.execute(_sql.SELECT_UNFINISHED).fetchall()
+        )
+        return [
+            StoredTaskInfo(task_id, context_id, tenant, owner, TaskState(state))
+            for task_id, context_id, tenant, owner, state in rows
+        ]
+
+    async def delete_terminal_before(self, status_key: str) -> int:
+        return await self._durable(self._submit(*self._deletion(status_key)))
+
+    def _deletion(
+        self, cutoff: str
+    ) -> tuple[Callable[[sqlite3.Connection], int], Callable[[int, BaseException | None], None]]:
+        statements = _sql.delete_terminal_before()
+
+        def delete(connection: sqlite3.Connection) -> int:
+            deleted = 0
+            for statement in statements:
+                deleted = connection.execute(statement, (cutoff,)).rowcount
+            return deleted  # the last statement removes the task rows
+
+        def deleted(_: int, error: BaseException | None) -> None:
+            if error is None:
+                for task_id, entry in list(self._settled.items()):
+                    if entry.record.terminal and sort_key(entry.record.status.timestamp) < cutoff:
+                        del self._settled[task_id]
+
+        return delete, deleted
+
+    def _sweep_if_due(self) -> None:
+        """Queue a retention sweep if one is due. Nobody awaits it: the writer owns it, and
+        ``close`` commits it with everything else that is queued."""
+        if self.retain_finished is None or self._writer is None:
+            return
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + _SWEEP_INTERVAL_S
+        sweep = self._submit(*self._deletion(retention_cutoff(self.retain_finished)))
+        sweep.add_done_callback(_log_sweep)
+
+    # -- push configs -------------------------------------------------------------------------
+
+    async def save_push_config(self, config: TaskPushNotificationConfig) -> None:
+        params = (config.task_id, config.id, config.task_id, encode_push_config(config))
+
+        def save(connection: sqlite3.Connection) -> None:
+            if connection.execute(_sql.TASK_EXISTS, (config.task_id,)).fetchone() is None:
+                raise _not_found(config.task_id)
+            connection.execute(_sql.UPSERT_PUSH_CONFIG, params)
+
+        await self._write(save)
+
+    async def get_push_config(
+        self, task_id: str, config_id: str
+    ) -> TaskPushNotificationConfig | None:
+        row = await self._read(
+            lambda connection: connection.execute(
+                _sql.GET_PUSH_CONFIG, (task_id, config_id)
+            ).fetchone()
+        )
+        return None if row is None else decode_push_config(row[0])
+
+    async def list_push_configs(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        rows = await self._read(
+            lambda connection: connection.execute(_sql.LIST_PUSH_CONFIGS, (task_id,)).fetchall()
+        )
+        return [decode_push_config(body) for (body,) in rows]
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        await self._write(
+            lambda connection: (
+                connection.execute(_sql.DELETE_PUSH_CONFIG, (task_id, config_id)).rowcount
+            )
+        )
+
+    # -- the cache ----------------------------------------------------------------------------
+
+    def _cached(self, task_id: str) -> _Entry | None:
+        entry = self._running.get(task_id)
+        if entry is None:
+            entry = self._settled.get(task_id)
+            if entry is not None:
+                self._settled.move_to_end(task_id)
+        return entry
+
+    def _file(self, entry: _Entry) -> None:
+        """Keep a running task's entry; put a settled one in the LRU (evicting the oldest)."""
+        task_id = entry.record.id
+        if ends_blocking_wait(entry.record.state):
+            self._running.pop(task_id, None)
+            self._settled[task_id] = entry
+            self._settled.move_to_end(task_id)
+            while len(self._settled) > self._settled_capacity:
+                self._settled.popitem(last=False)
+        else:
+            self._settled.pop(task_id, None)
+            self._running[task_id] = entry
+
+    def _forget(self, entry: _Entry) -> None:
+        entry.stale = True
+        task_id = entry.record.id
+        if self._running.get(task_id) is entry:
+            del self._running[task_id]
+        if self._settled.get(task_id) is entry:
+            del self._settled[task_id]
+
+    async def _writable(self, task_id: str) -> _Entry:
+        """The task's entry, read through the writer (so it follows every earlier commit)."""
+        entry = self._cached(task_id)
+        if entry is not None:
+            return entry
+
+        def read(connection: sqlite3.Connection) -> tuple[Any, ...] | None:
+            return _read_task_rows(connection, task_id)
+
+        def loaded(rows: tuple[Any, ...] | None, error: BaseException | None) -> None:
+            nonlocal entry
+            entry = self._cached(task_id)
+            if error is not None or rows is None or entry is not None:
+                return
+            _, tenant, owner, _, snapshot, snapshot_version, events = rows
+            record = record_from_rows(snapshot, snapshot_version, events)
+            entry = _Entry(record, tenant, owner, snapshot_version)
+            self._file(entry)
+
+        await self._write(read, loaded)
+        if entry is None:
+            raise _not_found(task_id)
+        return entry
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _submit(
+        self,
+        work: Callable[[sqlite3.Connection], T],
+        then: Callable[[T, BaseException | None], None] | None = None,
+    ) -> asyncio.Future[T]:
+        if self._writer is None:
+            raise RuntimeError("the SQLite task store is not open (call open() first)")
+        return self._writer.submit(work, then)
+
+    async def _durable(self, future: asyncio.Future[T]) -> T:
+        try:
+            return await wait_durable(future)
+        except sqlite3.Error as exc:
+            raise _store_failure(exc) from exc
+
+    async def _write(
+        self,
+        work: Callable[[sqlite3.Connection], T],
+        then: Callable[[T, BaseException | None], None] | None = None,
+    ) -> T:
+        return await self._durable(self._submit(work, then))
+
+    async def _read(self, read: Callable[[sqlite3.Connection], T]) -> T:
+        if self._readers is None:
+            raise RuntimeError("the SQLite task store is not open (call open() first)")
+        try:
+            return await self._readers.run(read)
+        except sqlite3.Error as exc:
+            raise _store_failure(exc) from exc
+
+
+def _read_task_rows(connection: sqlite3.Connection, task_id: str) -> tuple[Any, ...] | None:
+    row = connection.execute(_sql.SELECT_TASK, (task_id,)).fetchone()
+    if row is None:
+        return None
+    context_id, tenant, owner, version, snapshot, snapshot_version = row
+    events = connection.execute(_sql.SELECT_EVENTS, (task_id, snapshot_version)).fetchall()
+    return context_id, tenant, owner, version, snapshot, snapshot_version, events
+
+
+def _read_task(
+    connection: sqlite3.Connection, task_id: str
+) -> tuple[TaskRecord, str, str, int] | None:
+    rows = _read_task_rows(connection, task_id)
+    if rows is None:
+        return None
+    _, tenant, owner, _, snapshot, snapshot_version, events = rows
+    record = record_from_rows(snapshot, snapshot_version, events)
+    return record, tenant, owner, snapshot_version
+
+
+def _read_page(
+    connection: sqlite3.Connection, statements: _sql.ListStatements
+) -> tuple[int, list[tuple[str, TaskRecord]]]:
+    (total,) = connection.execute(statements.count_sql, statements.count_params).fetchone()
+    page = connection.execute(statements.page_sql, statements.page_params).fetchall()
+    unsettled = [row[0] for row in page if TaskState(row[1]) not in TERMINAL]
+    tails: dict[str, list[tuple[int, str, bytes]]] = {}
+    if unsettled:
+        for task_id, version, kind, body in connection.execute(
+            _sql.select_events_of(len(unsettled)), unsettled
+        ):
+            tails.setdefault(task_id, []).append((version, kind, body))
+    records = []
+    for task_id, _, _, snapshot, snapshot_version in page:
+        tail = [(kind, body) for v, kind, body in tails.get(task_id, ()) if v > snapshot_version]
+        records.append((task_id, record_from_rows(snapshot, snapshot_version, tail)))
+    return int(total), records
+
+
+def _copy(record: TaskRecord) -> TaskRecord:
+    return TaskRecord(
+        record.id,
+        record.context_id,
+        record.status,
+        history=list(record.history),
+        artifacts=list(record.artifacts),
+        metadata=record.metadata,
+        version=record.version,
+    )
+
+
+def _log_sweep(sweep: asyncio.Future[int]) -> None:
+    if sweep.cancelled():
+        return
+    error = sweep.exception()
+    if error is not None:
+        log.warning("peerwire: the retention sweep failed: %s", error)
+    elif sweep.result():
+        log.info("peerwire: retention removed %d finished task(s)", sweep.result())
+
+
+def _not_found(task_id: str) -> TaskNotFoundError:
+    return TaskNotFoundError(f"Task {task_id} was not found", metadata={"taskId": task_id})
+
+
+def _store_failure(exc: sqlite3.Error) -> InternalError:
+    return InternalError(f"The task store failed: {exc}")

@@ -1,0 +1,587 @@
+"""The ``TaskStore`` conformance suite: what every store must do, as pytest tests.
+
+Subclass ``StoreSuite`` in a test module and give it a ``store`` fixture that yields an opened,
+empty store (and closes it afterwards)::
+
+    import pytest
+    from peerwire.testing.store_suite import StoreSuite
+
+    class TestMyStore(StoreSuite):
+        @pytest.fixture
+        async def store(self, tmp_path):
+            store = MyStore(tmp_path / "tasks")
+            await store.open()
+            yield store
+            await store.close()
+
+The tests are async; they carry the ``asyncio`` mark, so they run with pytest-asyncio in its
+strict mode too (there, declare the fixture with ``@pytest_asyncio.fixture``). A test here
+fails with an ordinary assertion that says which rule of the interface was broken.
+
+The rules covered: creating and loading, appending (one event or an all-or-nothing batch,
+validated by the task state machine, one version per event), history and chunked artifacts,
+compare-and-swap versions under concurrency, ListTasks filters/ordering/paging, scoping by
+tenant and owner, restart recovery (``unfinished``), retention and push-config storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+
+from ..errors import IllegalTransitionError, TaskNotFoundError, VersionConflictError
+from ..protocol import ListQuery, TaskRecord, list_query, sort_key
+from ..server.stores.base import TaskStore
+from ..types import (
+    Artifact,
+    AuthenticationInfo,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+
+__all__ = ["StoreSuite", "artifact_event", "message", "new_record", "status_event", "timestamp"]
+
+S = TaskState
+_ids = itertools.count(1)
+
+
+# -- building blocks (public: handy for a store's own extra tests) ------------------------------
+
+
+def timestamp(second: int, millisecond: int = 0) -> str:
+    """A status timestamp ``second`` seconds into 2026: tests order tasks with these."""
+    minutes, seconds = divmod(second, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"2026-01-01T{hours:02d}:{minutes:02d}:{seconds:02d}.{millisecond:03d}Z"
+
+
+def message(
+    text: str, *, task_id: str = "", context_id: str = "", role: Role = Role.USER
+) -> Message:
+    return Message(
+        message_id=f"msg-{next(_ids)}",
+        task_id=task_id,
+        context_id=context_id,
+        role=role,
+        parts=[Part(text=text)],
+    )
+
+
+def new_record(
+    *,
+    task_id: str | None = None,
+    context_id: str = "ctx-1",
+    state: TaskState = S.SUBMITTED,
+    at: int = 0,
+    text: str = "hello",
+    metadata: dict[str, Any] | None = None,
+) -> TaskRecord:
+    """A task as a dispatcher creates it: the first user message in history, version 1."""
+    task_id = task_id or f"task-{next(_ids):06d}"
+    return TaskRecord(
+        task_id,
+        context_id,
+        TaskStatus(state=state, timestamp=timestamp(at)),
+        history=[message(text, task_id=task_id, context_id=context_id)],
+        metadata=metadata,
+        version=1,
+    )
+
+
+def status_event(
+    record: TaskRecord, state: TaskState, *, at: int = 0, text: str | None = None
+) -> TaskStatusUpdateEvent:
+    said = (
+        None
+        if text is None
+        else message(text, task_id=record.id, context_id=record.context_id, role=Role.AGENT)
+    )
+    return TaskStatusUpdateEvent(
+        task_id=record.id,
+        context_id=record.context_id,
+        status=TaskStatus(state=state, message=said, timestamp=timestamp(at)),
+    )
+
+
+def artifact_event(
+    record: TaskRecord,
+    artifact_id: str,
+    *texts: str,
+    append: bool = False,
+    last_chunk: bool = False,
+    name: str = "",
+) -> TaskArtifactUpdateEvent:
+    return TaskArtifactUpdateEvent(
+        task_id=record.id,
+        context_id=record.context_id,
+        artifact=Artifact(artifact_id=artifact_id, name=name, parts=[Part(text=t) for t in texts]),
+        append=append,
+        last_chunk=last_chunk,
+    )
+
+
+def _query(**fields: Any) -> ListQuery:
+    return list_query(ListTasksRequest(**fields))
+
+
+def _push(
+    task_id: str, config_id: str, url: str = "https://example.com/hook"
+) -> TaskPushNotificationConfig:
+    return TaskPushNotificationConfig(id=config_id, task_id=task_id, url=url, token="t")
+
+
+async def _stored(store: TaskStore, record: TaskRecord, tenant: str = "", owner: str = "") -> Task:
+    """``record`` as the store now has it (a snapshot, so later appends do not change it)."""
+    loaded = await store.load(record.id, tenant=tenant, owner=owner)
+    assert loaded is not None, f"task {record.id} should be stored"
+    return loaded.snapshot()
+
+
+@pytest.mark.asyncio
+class StoreSuite:
+    """Conformance tests for a ``TaskStore``; see the module docstring for how to use it."""
+
+    # -- create and load -------------------------------------------------------------------
+
+    async def test_create_then_load(self, store: TaskStore) -> None:
+        record = new_record(metadata={"origin": "suite"})
+        expected = record.snapshot()
+        await store.create(record, tenant="", owner="alice")
+        loaded = await store.load(record.id, tenant="", owner="alice")
+        assert loaded is not None
+        assert loaded.version == 1
+        assert loaded.snapshot() == expected
+
+    async def test_load_of_a_missing_task_is_none(self, store: TaskStore) -> None:
+        assert await store.load("no-such-task", tenant="") is None
+
+    async def test_create_twice_is_a_conflict(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        with pytest.raises(VersionConflictError):
+            await store.create(new_record(task_id=record.id), tenant="", owner="")
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 1
+
+    async def test_a_task_may_be_created_terminal(self, store: TaskStore) -> None:
+        record = new_record(state=S.REJECTED)
+        await store.create(record, tenant="", owner="")
+        assert (await _stored(store, record)).status.state is S.REJECTED
+
+    # -- append ------------------------------------------------------------------------------
+
+    async def test_each_event_raises_the_version_by_one(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        assert await store.append(record.id, [status_event(record, S.WORKING, at=1)]) == 2
+        version = await store.append(
+            record.id,
+            [
+                artifact_event(record, "a1", "x"),
+                status_event(record, S.COMPLETED, at=2, text="done"),
+            ],
+        )
+        assert version == 4
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 4
+        task = loaded.snapshot()
+        assert task.status.state is S.COMPLETED
+        assert task.status.timestamp == timestamp(2)
+        assert [a.artifact_id for a in task.artifacts] == ["a1"]
+
+    async def test_appending_nothing_changes_nothing(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        assert await store.append(record.id, []) == 1
+
+    async def test_status_messages_and_user_messages_join_history(self, store: TaskStore) -> None:
+        record = new_record(text="start")
+        await store.create(record, tenant="", owner="")
+        reply = message("red", task_id=record.id, context_id=record.context_id)
+        await store.append(
+            record.id, [status_event(record, S.INPUT_REQUIRED, at=1, text="Colour?")]
+        )
+        await store.append(record.id, [reply, status_event(record, S.WORKING, at=2)])
+        task = await _stored(store, record)
+        assert [m.text for m in task.history] == ["start", "Colour?", "red"]
+        assert [m.role for m in task.history] == [Role.USER, Role.AGENT, Role.USER]
+        assert task.history[2] == reply
+
+    async def test_chunked_artifacts_are_assembled(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.append(record.id, [status_event(record, S.WORKING, at=1)])
+        await store.append(record.id, [artifact_event(record, "doc", "one ", name="report")])
+        await store.append(record.id, [artifact_event(record, "doc", "two ", append=True)])
+        await store.append(record.id, [artifact_event(record, "other", "x")])
+        await store.append(
+            record.id, [artifact_event(record, "doc", "three", append=True, last_chunk=True)]
+        )
+        await store.append(record.id, [artifact_event(record, "other", "replaced")])
+        await store.append(record.id, [status_event(record, S.COMPLETED, at=2)])
+        task = await _stored(store, record)
+        assert [a.artifact_id for a in task.artifacts] == ["doc", "other"]
+        assert [p.text for p in task.artifacts[0].parts] == ["one ", "two ", "three"]
+        assert task.artifacts[0].name == "report"
+        assert [p.text for p in task.artifacts[1].parts] == ["replaced"]
+
+    async def test_many_events_survive_intact(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.append(record.id, [status_event(record, S.WORKING, at=1)])
+        for i in range(150):
+            await store.append(record.id, [artifact_event(record, "log", f"{i};", append=True)])
+        await store.append(record.id, [status_event(record, S.COMPLETED, at=2)])
+        task = await _stored(store, record)
+        assert "".join(p.text or "" for p in task.artifacts[0].parts) == "".join(
+            f"{i};" for i in range(150)
+        )
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 153
+
+    async def test_an_illegal_event_is_refused(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.append(record.id, [status_event(record, S.WORKING, at=1)])
+        with pytest.raises(IllegalTransitionError):
+            await store.append(record.id, [status_event(record, S.SUBMITTED, at=2)])
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 2 and loaded.state is S.WORKING
+
+    async def test_terminal_is_terminal(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.append(record.id, [status_event(record, S.COMPLETED, at=1)])
+        for event in (
+            status_event(record, S.WORKING, at=2),
+            artifact_event(record, "late", "x"),
+            message("more", task_id=record.id, context_id=record.context_id),
+        ):
+            with pytest.raises(IllegalTransitionError):
+                await store.append(record.id, [event])
+        task = await _stored(store, record)
+        assert task.status.state is S.COMPLETED and task.artifacts == []
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 2
+
+    async def test_a_batch_is_all_or_nothing(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        before = await _stored(store, record)
+        with pytest.raises(IllegalTransitionError):
+            await store.append(
+                record.id,
+                [
+                    artifact_event(record, "a", "kept?"),
+                    status_event(record, S.COMPLETED, at=1),
+                    status_event(record, S.WORKING, at=2),  # after terminal: refused
+                ],
+            )
+        assert await _stored(store, record) == before
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 1
+        # The task is still usable afterwards.
+        assert await store.append(record.id, [status_event(record, S.WORKING, at=3)]) == 2
+
+    async def test_an_event_for_another_task_is_refused(self, store: TaskStore) -> None:
+        first, second = new_record(), new_record()
+        await store.create(first, tenant="", owner="")
+        await store.create(second, tenant="", owner="")
+        with pytest.raises(IllegalTransitionError):
+            await store.append(first.id, [status_event(second, S.WORKING, at=1)])
+
+    async def test_append_to_a_missing_task(self, store: TaskStore) -> None:
+        ghost = new_record()
+        with pytest.raises(TaskNotFoundError):
+            await store.append(ghost.id, [status_event(ghost, S.WORKING, at=1)])
+
+    # -- versions: compare-and-swap ------------------------------------------------------------
+
+    async def test_expected_version_must_match(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        assert (
+            await store.append(
+                record.id, [status_event(record, S.WORKING, at=1)], expected_version=1
+            )
+            == 2
+        )
+        with pytest.raises(VersionConflictError) as caught:
+            await store.append(record.id, [artifact_event(record, "a", "x")], expected_version=1)
+        assert caught.value.expected == 1 and caught.value.actual == 2
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 2 and loaded.artifacts == []
+
+    async def test_two_writers_one_wins(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        outcomes = await asyncio.gather(
+            store.append(record.id, [status_event(record, S.WORKING, at=1)], expected_version=1),
+            store.append(record.id, [status_event(record, S.REJECTED, at=1)], expected_version=1),
+            return_exceptions=True,
+        )
+        wins = [o for o in outcomes if o == 2]
+        conflicts = [o for o in outcomes if isinstance(o, VersionConflictError)]
+        assert len(wins) == 1 and len(conflicts) == 1, outcomes
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 2
+        winner = S.WORKING if outcomes[0] == 2 else S.REJECTED
+        assert loaded.state is winner
+
+    async def test_concurrent_appends_are_serialised(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.append(record.id, [status_event(record, S.WORKING, at=1)])
+        versions = await asyncio.gather(
+            *(
+                store.append(record.id, [artifact_event(record, f"a{i:02d}", str(i))])
+                for i in range(20)
+            )
+        )
+        assert sorted(versions) == list(range(3, 23))
+        task = await _stored(store, record)
+        assert sorted(a.artifact_id for a in task.artifacts) == [f"a{i:02d}" for i in range(20)]
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 22
+
+    async def test_concurrent_tasks_do_not_interfere(self, store: TaskStore) -> None:
+        records = [new_record() for _ in range(12)]
+        await asyncio.gather(*(store.create(r, tenant="", owner="") for r in records))
+
+        async def run(record: TaskRecord, n: int) -> int:
+            await store.append(record.id, [status_event(record, S.WORKING, at=1)])
+            for i in range(n):
+                await store.append(record.id, [artifact_event(record, "out", str(i), append=True)])
+            return await store.append(record.id, [status_event(record, S.COMPLETED, at=2)])
+
+        versions = await asyncio.gather(*(run(r, i) for i, r in enumerate(records)))
+        assert versions == [i + 3 for i in range(12)]
+        for i, record in enumerate(records):
+            task = await _stored(store, record)
+            assert task.status.state is S.COMPLETED
+            parts = [p.text for a in task.artifacts for p in a.parts]
+            assert parts == [str(k) for k in range(i)]
+
+    # -- scoping -----------------------------------------------------------------------------
+
+    async def test_another_tenant_or_owner_sees_nothing(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="acme", owner="alice")
+        assert await store.load(record.id, tenant="acme", owner="alice") is not None
+        assert await store.load(record.id, tenant="acme") is not None  # internal: any owner
+        assert await store.load(record.id, tenant="acme", owner="bob") is None
+        assert await store.load(record.id, tenant="other", owner="alice") is None
+        assert await store.load(record.id, tenant="") is None
+        for tenant, owner, expected in (
+            ("acme", "alice", 1),
+            ("acme", None, 1),
+            ("acme", "bob", 0),
+            ("other", None, 0),
+        ):
+            tasks, _, total = await store.list_tasks(_query(), tenant=tenant, owner=owner)
+            assert (len(tasks), total) == (expected, expected), (tenant, owner)
+
+    # -- ListTasks -----------------------------------------------------------------------------
+
+    async def _five(self, store: TaskStore) -> list[TaskRecord]:
+        """Five tasks with status timestamps 10..14, in two contexts, mixed states."""
+        records = [
+            new_record(context_id="ctx-a" if i % 2 == 0 else "ctx-b", at=10 + i) for i in range(5)
+        ]
+        for record in records:
+            await store.create(record, tenant="t", owner="o")
+        await store.append(records[1].id, [status_event(records[1], S.WORKING, at=11)])
+        await store.append(records[3].id, [status_event(records[3], S.COMPLETED, at=13)])
+        return records
+
+    async def test_list_newest_first_with_total(self, store: TaskStore) -> None:
+        records = await self._five(store)
+        tasks, token, total = await store.list_tasks(_query(), tenant="t", owner="o")
+        assert [t.id for t in tasks] == [r.id for r in reversed(records)]
+        assert token == "" and total == 5
+
+    async def test_list_orders_ties_by_id_descending(self, store: TaskStore) -> None:
+        records = [new_record(task_id=f"tie-{c}", at=5) for c in "bca"]
+        for record in records:
+            await store.create(record, tenant="t", owner="")
+        tasks, _, _ = await store.list_tasks(_query(), tenant="t", owner=None)
+        assert [t.id for t in tasks] == ["tie-c", "tie-b", "tie-a"]
+
+    async def test_list_follows_status_updates(self, store: TaskStore) -> None:
+        records = await self._five(store)
+        await store.append(records[0].id, [status_event(records[0], S.WORKING, at=99)])
+        tasks, _, _ = await store.list_tasks(_query(page_size=1), tenant="t", owner="o")
+        assert tasks[0].id == records[0].id and tasks[0].status.state is S.WORKING
+
+    async def test_list_filters(self, store: TaskStore) -> None:
+        records = await self._five(store)
+        by_context, _, total = await store.list_tasks(
+            _query(context_id="ctx-a"), tenant="t", owner="o"
+        )
+        assert [t.id for t in by_context] == [records[4].id, records[2].id, records[0].id]
+        assert total == 3
+        by_state, _, total = await store.list_tasks(
+            _query(status=S.SUBMITTED), tenant="t", owner="o"
+        )
+        assert {t.id for t in by_state} == {records[0].id, records[2].id, records[4].id}
+        assert total == 3
+        recent, _, total = await store.list_tasks(
+            _query(status_timestamp_after=timestamp(13)), tenant="t", owner="o"
+        )
+        assert [t.id for t in recent] == [records[4].id, records[3].id] and total == 2
+        both, _, total = await store.list_tasks(
+            _query(context_id="ctx-b", status=S.COMPLETED), tenant="t", owner="o"
+        )
+        assert [t.id for t in both] == [records[3].id] and total == 1
+
+    async def test_list_pages(self, store: TaskStore) -> None:
+        records = await self._five(store)
+        seen: list[str] = []
+        token = ""
+        for _ in range(5):
+            tasks, token, total = await store.list_tasks(
+                _query(page_size=2, page_token=token), tenant="t", owner="o"
+            )
+            assert total == 5
+            assert len(tasks) <= 2
+            seen.extend(t.id for t in tasks)
+            if not token:
+                break
+        assert seen == [r.id for r in reversed(records)]
+
+    async def test_list_page_filter_and_token_combine(self, store: TaskStore) -> None:
+        records = await self._five(store)
+        first, token, total = await store.list_tasks(
+            _query(page_size=2, context_id="ctx-a"), tenant="t", owner="o"
+        )
+        assert [t.id for t in first] == [records[4].id, records[2].id] and total == 3 and token
+        rest, token, total = await store.list_tasks(
+            _query(page_size=2, context_id="ctx-a", page_token=token), tenant="t", owner="o"
+        )
+        assert [t.id for t in rest] == [records[0].id] and token == "" and total == 3
+
+    async def test_list_shapes_each_task(self, store: TaskStore) -> None:
+        record = new_record(text="first", at=1)
+        await store.create(record, tenant="", owner="")
+        await store.append(record.id, [status_event(record, S.WORKING, at=2, text="busy")])
+        await store.append(record.id, [artifact_event(record, "a", "x")])
+        bare, _, _ = await store.list_tasks(_query(), tenant="", owner=None)
+        assert bare[0].artifacts == [] and [m.text for m in bare[0].history] == ["first", "busy"]
+        full, _, _ = await store.list_tasks(
+            _query(include_artifacts=True, history_length=1), tenant="", owner=None
+        )
+        assert [a.artifact_id for a in full[0].artifacts] == ["a"]
+        assert [m.text for m in full[0].history] == ["busy"]
+        assert full[0].status.state is S.WORKING
+
+    async def test_list_of_nothing(self, store: TaskStore) -> None:
+        assert await store.list_tasks(_query(), tenant="", owner=None) == ([], "", 0)
+
+    # -- restart recovery ------------------------------------------------------------------------
+
+    async def test_unfinished_lists_every_task_not_terminal(self, store: TaskStore) -> None:
+        states = [S.SUBMITTED, S.WORKING, S.INPUT_REQUIRED, S.AUTH_REQUIRED, S.COMPLETED, S.FAILED]
+        records = {}
+        for state in states:
+            record = new_record(context_id=f"ctx-{state.name}")
+            await store.create(record, tenant="acme", owner=f"owner-{state.name}")
+            if state is not S.SUBMITTED:
+                await store.append(record.id, [status_event(record, state, at=1)])
+            records[record.id] = state
+        infos = {info.task_id: info for info in await store.unfinished()}
+        assert set(infos) == {i for i, s in records.items() if s not in (S.COMPLETED, S.FAILED)}
+        for task_id, info in infos.items():
+            assert info.state is records[task_id]
+            assert info.tenant == "acme"
+            assert info.owner == f"owner-{info.state.name}"
+            assert info.context_id == f"ctx-{info.state.name}"
+
+    # -- retention ---------------------------------------------------------------------------------
+
+    async def test_retention_removes_old_terminal_tasks_only(self, store: TaskStore) -> None:
+        old_done, old_working, new_done, old_waiting = (new_record() for _ in range(4))
+        for record in (old_done, old_working, new_done, old_waiting):
+            await store.create(record, tenant="", owner="")
+        await store.append(old_done.id, [status_event(old_done, S.COMPLETED, at=10)])
+        await store.append(old_working.id, [status_event(old_working, S.WORKING, at=10)])
+        await store.append(old_waiting.id, [status_event(old_waiting, S.INPUT_REQUIRED, at=10)])
+        await store.append(new_done.id, [status_event(new_done, S.FAILED, at=30)])
+        await store.save_push_config(_push(old_done.id, "hook"))
+        assert await store.delete_terminal_before(sort_key(timestamp(20))) == 1
+        assert await store.load(old_done.id, tenant="") is None
+        assert await store.get_push_config(old_done.id, "hook") is None
+        assert await store.list_push_configs(old_done.id) == []
+        for kept in (old_working, new_done, old_waiting):
+            assert await store.load(kept.id, tenant="") is not None
+        _, _, total = await store.list_tasks(_query(), tenant="", owner=None)
+        assert total == 3
+        assert await store.delete_terminal_before(sort_key(timestamp(20))) == 0
+
+    # -- push configs ------------------------------------------------------------------------------
+
+    async def test_push_configs_are_stored_per_task(self, store: TaskStore) -> None:
+        record, other = new_record(), new_record()
+        await store.create(record, tenant="", owner="")
+        await store.create(other, tenant="", owner="")
+        first = _push(record.id, "c1")
+        second = TaskPushNotificationConfig(
+            id="c2",
+            task_id=record.id,
+            url="https://example.com/other",
+            authentication=AuthenticationInfo(scheme="Bearer", credentials="secret"),
+        )
+        await store.save_push_config(first)
+        await store.save_push_config(second)
+        await store.save_push_config(_push(other.id, "c1", "https://example.com/elsewhere"))
+        assert await store.get_push_config(record.id, "c1") == first
+        assert await store.get_push_config(record.id, "c2") == second
+        assert await store.get_push_config(record.id, "c3") is None
+        assert await store.list_push_configs(record.id) == [first, second]
+        assert [c.url for c in await store.list_push_configs(other.id)] == [
+            "https://example.com/elsewhere"
+        ]
+
+    async def test_saving_a_push_config_again_replaces_it_in_place(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.save_push_config(_push(record.id, "c1"))
+        await store.save_push_config(_push(record.id, "c2"))
+        replaced = _push(record.id, "c1", "https://example.com/new")
+        await store.save_push_config(replaced)
+        assert [c.id for c in await store.list_push_configs(record.id)] == ["c1", "c2"]
+        assert await store.get_push_config(record.id, "c1") == replaced
+
+    async def test_deleting_push_configs_is_idempotent(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.save_push_config(_push(record.id, "c1"))
+        await store.delete_push_config(record.id, "c1")
+        await store.delete_push_config(record.id, "c1")
+        await store.delete_push_config("no-such-task", "c1")
+        assert await store.get_push_config(record.id, "c1") is None
+        assert await store.list_push_configs(record.id) == []
+
+    async def test_push_config_for_a_missing_task(self, store: TaskStore) -> None:
+        with pytest.raises(TaskNotFoundError):
+            await store.save_push_config(_push("no-such-task", "c1"))
+
+    async def test_push_configs_outlive_the_task_finishing(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.save_push_config(_push(record.id, "c1"))
+        await store.append(record.id, [status_event(record, S.COMPLETED, at=1)])
+        assert await store.get_push_config(record.id, "c1") is not None
+        # A config may be added to a finished task too (facts §2.3 (7)).
+        await store.save_push_config(_push(record.id, "c2"))
+        assert len(await store.list_push_configs(record.id)) == 2

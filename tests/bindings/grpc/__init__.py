@@ -1,0 +1,1 @@
+"""Tests of the gRPC binding's proto, generated code, converters and status codec."""

@@ -1,0 +1,270 @@
+"""The runner over a real server: cancel, ask and its replay, failures, limits, shutdown.
+
+Each test runs its own server when it needs its own options or a clean slate; several keep the
+``MemoryTaskStore`` to look at (or serve again) what a server left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import anyio
+import pytest
+
+from peerwire.server.stores import MemoryTaskStore
+from peerwire.types import TaskState
+
+from ._agents import ask_for, workbench
+from ._rpc import Rpc, serving, state_of, status_text, user_message
+
+WAIT_S = 10.0
+
+
+async def settled(rpc: Rpc, task_id: str) -> dict[str, object]:
+    """The task once it is terminal or interrupted, followed through SubscribeToTask."""
+    task = await rpc.get(task_id)
+    if state_of(task) in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"):
+        async with rpc.subscribe(task_id) as stream:
+            await stream.rest()
+        task = await rpc.get(task_id)
+    return task
+
+
+async def stored_state(store: MemoryTaskStore, task_id: str) -> tuple[TaskState, str]:
+    record = await store.load(task_id, tenant="")
+    assert record is not None
+    message = record.status.message
+    return record.state, "" if message is None else message.text
+
+
+# -- cancel ------------------------------------------------------------------------------------
+
+
+async def test_cancel_reaches_the_running_handler_and_its_cleanup_hook() -> None:
+    agent, controls = workbench()
+    async with serving(agent) as rpc:
+        blocking = asyncio.ensure_future(rpc.send(ask_for("wait", "forever")))
+        await controls.started("forever")
+        [task] = (await rpc.result("ListTasks", {}))["tasks"]
+        canceled = await rpc.result("CancelTask", {"id": task["id"]})
+        assert state_of(canceled) == "TASK_STATE_CANCELED"
+        assert controls.canceled == [task["id"]]
+        # The caller blocked on the task gets the canceled task too.
+        assert state_of(await asyncio.wait_for(blocking, WAIT_S)) == "TASK_STATE_CANCELED"
+        assert "artifacts" not in await rpc.get(task["id"]), "the handler never returned"
+
+
+async def test_cancel_of_a_task_waiting_in_ask() -> None:
+    agent, controls = workbench()
+    async with serving(agent) as rpc:
+        task = await rpc.send(ask_for("ask"))
+        assert state_of(task) == "TASK_STATE_INPUT_REQUIRED"
+        canceled = await rpc.result("CancelTask", {"id": task["id"]})
+        assert state_of(canceled) == "TASK_STATE_CANCELED"
+        assert controls.canceled == [task["id"]], "the parked handler was reached"
+        error = await rpc.error("SendMessage", {"message": user_message("a", taskId=task["id"])})
+        assert error["code"] == -32004
+
+
+async def test_cancel_of_an_interrupted_task_without_a_handler() -> None:
+    agent, _ = workbench()
+    async with serving(agent) as rpc:
+        task = await rpc.send(ask_for("needs_input"))
+        assert state_of(task) == "TASK_STATE_INPUT_REQUIRED"
+        canceled = await rpc.result("CancelTask", {"id": task["id"]})
+        assert state_of(canceled) == "TASK_STATE_CANCELED"
+        assert len(canceled["history"]) == len(task["history"])
+
+
+# -- ask: live continuation and replay ---------------------------------------------------------
+
+
+async def test_ask_continues_the_same_handler() -> None:
+    agent, controls = workbench()
+    async with serving(agent) as rpc:
+        first = await rpc.send(ask_for("ask"))
+        assert (state_of(first), status_text(first)) == ("TASK_STATE_INPUT_REQUIRED", "first?")
+        second = await rpc.send(user_message("a", taskId=first["id"]))
+        assert (state_of(second), status_text(second)) == ("TASK_STATE_INPUT_REQUIRED", "second?")
+        done = await rpc.send(user_message("b", taskId=first["id"]))
+        assert state_of(done) == "TASK_STATE_COMPLETED"
+        assert done["artifacts"][0]["parts"] == [{"text": "a + b"}]
+        assert [m["parts"][0]["text"] for m in done["history"]] == [
+            "",
+            "first?",
+            "a",
+            "second?",
+            "b",
+        ]
+        assert controls.runs == {first["id"]: 1}, "one handler run served all three messages"
+
+
+async def test_a_handler_returning_after_ask_completes_its_task() -> None:
+    agent, _ = workbench()
+    async with serving(agent) as rpc:
+        task = await rpc.send(ask_for("ask_then_note"))
+        done = await rpc.send(user_message("milk", taskId=task["id"]))
+        assert state_of(done) == "TASK_STATE_COMPLETED"
+        assert done["artifacts"][0]["parts"] == [{"text": "noted milk"}]
+
+
+async def test_ask_replays_recorded_answers_after_a_restart() -> None:
+    store = MemoryTaskStore()
+    agent, controls = workbench()
+    async with serving(agent, store=store) as rpc:
+        task = await rpc.send(ask_for("ask"))
+        waiting = await rpc.send(user_message("a", taskId=task["id"]))
+        assert status_text(waiting) == "second?"
+    # The server is gone, and the handler parked in ask with it; the task still waits.
+    assert await stored_state(store, task["id"]) == (TaskState.INPUT_REQUIRED, "second?")
+
+    async with serving(agent, store=store) as rpc:
+        done = await rpc.send(user_message("b", taskId=task["id"]))
+        assert state_of(done) == "TASK_STATE_COMPLETED"
+        # The re-run handler got "a" from the history and "b" from the new message.
+        assert done["artifacts"][0]["parts"] == [{"text": "a + b"}]
+        assert controls.runs == {task["id"]: 2}
+        questions = [m for m in done["history"] if m["role"] == "ROLE_AGENT"]
+        assert [q["parts"][0]["text"] for q in questions] == ["first?", "second?"]
+
+
+async def test_after_the_recorded_answers_a_replayed_ask_waits_for_new_input() -> None:
+    store = MemoryTaskStore()
+    agent, controls = workbench()
+    async with serving(agent, store=store) as rpc:
+        task = await rpc.send(ask_for("ask"))
+        assert status_text(task) == "first?"
+
+    async with serving(agent, store=store) as rpc:
+        waiting = await rpc.send(user_message("a", taskId=task["id"]))
+        assert (state_of(waiting), status_text(waiting)) == ("TASK_STATE_INPUT_REQUIRED", "second?")
+        done = await rpc.send(user_message("b", taskId=task["id"]))
+        assert done["artifacts"][0]["parts"] == [{"text": "a + b"}]
+        assert controls.runs == {task["id"]: 2}
+
+
+async def test_a_parked_task_outlives_shutdown_even_with_a_time_limit() -> None:
+    # The time limit does not run in ask, and shutting down is not running out of time.
+    store = MemoryTaskStore()
+    agent, _ = workbench(task_timeout=30)
+    async with serving(agent, store=store) as rpc:
+        task = await rpc.send(ask_for("ask"))
+    assert await stored_state(store, task["id"]) == (TaskState.INPUT_REQUIRED, "first?")
+
+
+# -- failures ------------------------------------------------------------------------------------
+
+
+async def test_a_handler_that_raises_fails_its_task_and_the_server_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent, _ = workbench()
+    async with serving(agent) as rpc:
+        with caplog.at_level(logging.INFO, logger="peerwire.runner"):
+            failed = await rpc.send(ask_for("boom", "x"))
+        assert state_of(failed) == "TASK_STATE_FAILED"
+        assert status_text(failed) == "the flux capacitor broke (x)"
+        assert "Traceback" not in str(failed) and "RuntimeError" not in str(failed)
+        assert any("RuntimeError" in r.getMessage() for r in caplog.records)
+        assert state_of(await rpc.send(ask_for("echo", "still here"))) == "TASK_STATE_COMPLETED"
+
+
+async def test_an_illegal_transition_is_refused_to_the_handler_and_changes_nothing() -> None:
+    agent, controls = workbench()
+    async with serving(agent) as rpc:
+        task = await rpc.send(ask_for("illegal"))
+        assert (state_of(task), status_text(task)) == ("TASK_STATE_COMPLETED", "done")
+        assert [a["name"] for a in task["artifacts"]] == ["answer"]
+        assert len(controls.errors) == 3
+        for error in controls.errors:
+            assert "TASK_STATE_COMPLETED" in str(error) and task["id"] in str(error)
+        assert await rpc.get(task["id"]) == task
+
+
+async def test_an_uncaught_illegal_transition_leaves_the_finished_task_alone() -> None:
+    agent, _ = workbench()
+    async with serving(agent) as rpc:
+        task = await rpc.send(ask_for("illegal_uncaught"))
+        assert (state_of(task), status_text(task)) == ("TASK_STATE_COMPLETED", "done")
+        assert await rpc.get(task["id"]) == task
+        assert state_of(await rpc.send(ask_for("echo", "x"))) == "TASK_STATE_COMPLETED"
+
+
+# -- limits ------------------------------------------------------------------------------------
+
+
+async def test_the_working_cap_refuses_new_work_but_not_interrupted_tasks() -> None:
+    agent, controls = workbench()
+    async with serving(agent, max_working=2) as rpc:
+        parked = await rpc.send(ask_for("ask"))  # waiting in ask: not working
+        returned = await rpc.send(ask_for("needs_input"))  # handler gone: not working
+        first = await rpc.send(ask_for("wait", "cap-1"), returnImmediately=True)
+        second = await rpc.send(ask_for("wait", "cap-2"), returnImmediately=True)
+        await controls.started("cap-2")
+        before = (await rpc.result("ListTasks", {}))["totalSize"]
+
+        error = await rpc.error("SendMessage", {"message": ask_for("echo", "one too many")})
+        assert error["code"] == -32603 and "limit of 2 working tasks" in error["message"]
+        assert (await rpc.result("ListTasks", {}))["totalSize"] == before
+        # Answering an interrupted task would make it work: refused too, and it stays as it was.
+        for task in (parked, returned):
+            error = await rpc.error(
+                "SendMessage", {"message": user_message("a", taskId=task["id"])}
+            )
+            assert error["code"] == -32603
+            assert await rpc.get(task["id"]) == task
+
+        controls.release("cap-1")
+        assert state_of(await settled(rpc, first["id"])) == "TASK_STATE_COMPLETED"
+        answered = await rpc.send(user_message("a", taskId=parked["id"]))
+        assert status_text(answered) == "second?"
+        controls.release("cap-2")
+        assert state_of(await settled(rpc, second["id"])) == "TASK_STATE_COMPLETED"
+
+
+async def test_the_time_limit_fails_a_task_with_a_reason() -> None:
+    agent, controls = workbench(task_timeout=0.3)
+    async with serving(agent) as rpc:
+        task = await rpc.send(ask_for("wait", "too-slow"))
+        assert state_of(task) == "TASK_STATE_FAILED"
+        assert status_text(task) == "the task did not finish within its time limit of 0.3 s"
+        assert controls.canceled == [], "a timeout is not a cancel"
+
+
+async def test_the_time_limit_does_not_run_while_waiting_in_ask() -> None:
+    agent, _ = workbench(task_timeout=0.3)
+    async with serving(agent) as rpc:
+        task = await rpc.send(ask_for("ask"))
+        await anyio.sleep(0.6)  # the passage of time is what is tested here
+        second = await rpc.send(user_message("a", taskId=task["id"]))
+        assert status_text(second) == "second?"
+        await anyio.sleep(0.6)
+        done = await rpc.send(user_message("b", taskId=task["id"]))
+        assert state_of(done) == "TASK_STATE_COMPLETED"
+
+
+# -- graceful shutdown ---------------------------------------------------------------------------
+
+
+async def test_shutdown_lets_tasks_finish_within_the_grace_then_fails_the_rest() -> None:
+    store = MemoryTaskStore()
+    agent, controls = workbench()
+    async with serving(agent, store=store, shutdown_grace=0.5) as rpc:
+        quick = await rpc.send(ask_for("wait", "quick"), returnImmediately=True)
+        stuck = await rpc.send(ask_for("wait", "stuck"), returnImmediately=True)
+        await controls.started("quick")
+        await controls.started("stuck")
+
+        async def finish_quick_during_shutdown() -> None:
+            await anyio.sleep(0.1)
+            controls.release("quick")
+
+        helper = asyncio.ensure_future(finish_quick_during_shutdown())
+    await helper
+    assert await stored_state(store, quick["id"]) == (TaskState.COMPLETED, "")
+    assert await stored_state(store, stuck["id"]) == (
+        TaskState.FAILED,
+        "the server shut down before the task finished",
+    )
+    assert controls.canceled == [], "shutting down is not canceling"
