@@ -11,9 +11,9 @@ from typing import Any
 
 import anyio
 import pytest
-
 from interop.conftest import sdk_glossary_server, sdk_python  # noqa: F401  (fixtures)
 from interop.sdk_harness import SdkServer
+
 from peerwire import Client, Message, Task, TaskState
 from peerwire.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 from peerwire.types import Artifact, Part, TaskArtifactUpdateEvent, TaskStatusUpdateEvent

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ from peerwire.types import (
     AuthenticationInfo,
     TaskArtifactUpdateEvent,
     TaskStatusUpdateEvent,
+    to_builtins,
 )
 
 from .conftest import (
@@ -122,9 +122,7 @@ async def test_push_configs_and_extended_card_on_a_peer_that_has_them() -> None:
         "token": "tok",
         "authentication": {"scheme": "Bearer", "credentials": "secret"},
     }
-    extended = json.loads(
-        json.dumps(__import__("msgspec").to_builtins(peer_card(extended_agent_card=True)))
-    )
+    extended = to_builtins(peer_card(extended_agent_card=True))
     extended["description"] = "the extended card"
 
     def answer(request: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], list[bytes]]:

@@ -95,8 +95,10 @@ async def test_return_immediately_then_get_and_cancel(client: Client, gates: Gat
     canceled = await client.cancel_task(task.id)
     assert canceled.id == task.id
     assert canceled.status.state is TaskState.CANCELED
+    done = await client.send("x", skill="echo")
+    assert isinstance(done, Task)
     with pytest.raises(TaskNotCancelableError):
-        await client.cancel_task((await client.send("x", skill="echo")).id)  # type: ignore[union-attr]
+        await client.cancel_task(done.id)
 
 
 async def test_get_task_history_length(client: Client) -> None:

@@ -20,14 +20,15 @@ from pathlib import Path
 
 SDK_VERSION = "1.3.0"
 REQUIREMENTS = (
-    f"a2a-sdk[http-server,grpc]=={SDK_VERSION}",
+    # "signing" brings PyJWT for a2a.utils.signing (the card-signing cross-check).
+    f"a2a-sdk[http-server,grpc,signing]=={SDK_VERSION}",
     "uvicorn[standard]",
     "httpx",
 )
 # Everything the sdk_peer scripts import; a venv that fails this is rebuilt.
 _CHECK = (
     "import importlib.metadata as m, a2a.client, a2a.server.routes, grpc, uvicorn, httpx, "
-    "starlette.applications, sse_starlette; "
+    "starlette.applications, sse_starlette, a2a.utils.signing; "
     f"assert m.version('a2a-sdk') == {SDK_VERSION!r}, m.version('a2a-sdk')"
 )
 _PIP_TIMEOUT_S = 900
@@ -120,7 +121,7 @@ def _ensure(venv: Path) -> Path:
         return python
     with _locked(venv.parent / f".{venv.name}.lock"):
         # Another process may have finished the build while we waited for the lock.
-        if not _works(python):
+        if not _works(python) and not _completed(python):
             _build(venv)
             if not _works(python):
                 probe = subprocess.run([python, "-c", _CHECK], capture_output=True, text=True)
@@ -129,6 +130,19 @@ def _ensure(venv: Path) -> Path:
                     f"{probe.stderr[-4000:]}"
                 )
     return python
+
+
+def _completed(python: Path) -> bool:
+    """Install what an existing venv lacks in place (additive: a venv other test processes
+    may be using is not torn down just because a requirement was added)."""
+    if not python.exists():
+        return False
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    try:
+        _run([*pip, *REQUIREMENTS], f"pip install {' '.join(REQUIREMENTS)} (in place)")
+    except SdkEnvError:
+        return False
+    return _works(python)
 
 
 if __name__ == "__main__":

@@ -341,8 +341,9 @@ def client_certificate(
     *,
     valid_days: tuple[int, int] = (-1, 30),
     usage: x509.ObjectIdentifier | None = ExtendedKeyUsageOID.CLIENT_AUTH,
+    key: ec.EllipticCurvePrivateKey | None = None,
 ) -> x509.Certificate:
-    key = ec.generate_private_key(ec.SECP256R1())
+    key = key or ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
     builder = (
         x509.CertificateBuilder()

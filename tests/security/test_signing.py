@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from joserfc import jws
 from joserfc.jwk import ECKey, OKPKey, RSAKey
+from joserfc.registry import HeaderParameter
 
 from peerwire.errors import CardSignatureError
 from peerwire.protocol.card_canonical import canonical_card_payload
@@ -167,7 +168,10 @@ def _with_header(keys: Keys, header: dict[str, Any], key: Any = None) -> dict[st
     """A card whose one signature has exactly ``header`` (signed with ``key`` as given)."""
     doc = document(card())
     payload = canonical_card_payload(doc)
-    registry = jws.JWSRegistry(algorithms=[header["alg"]], strict_check_header=False)
+    anything = HeaderParameter("any value, null included", lambda value: None)
+    registry = jws.JWSRegistry(
+        header_registry={"jku": anything}, algorithms=[header["alg"]], strict_check_header=False
+    )
     compact = jws.serialize_compact(header, payload, key or keys.ec, registry=registry)
     protected, _, signature = compact.split(".")
     doc["signatures"] = [{"protected": protected, "signature": signature}]
@@ -209,6 +213,12 @@ def test_crit_and_foreign_typ_are_refused(keys: Keys) -> None:
 
 def test_a_pyjwt_style_typ_jwt_header_is_accepted(keys: Keys) -> None:
     verify_card(_with_header(keys, {"alg": "ES256", "kid": "ec-1", "typ": "JWT"}), pinned(keys))
+
+
+def test_null_header_members_count_as_absent(keys: Keys) -> None:
+    # What a2a-sdk's signer writes when its ProtectedHeader is filled in as declared.
+    header = {"alg": "ES256", "jku": None, "kid": "ec-1", "typ": "JOSE"}
+    verify_card(_with_header(keys, header), pinned(keys))
 
 
 @pytest.mark.parametrize(

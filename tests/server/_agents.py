@@ -165,11 +165,11 @@ def workbench(**agent_options: Any) -> tuple[Agent, Controls]:
         await ctx.reject("too late")
 
     @agent.skill()
-    async def data(payload: dict, message: Message) -> dict:  # type: ignore[type-arg]
+    async def data(payload: dict[str, Any], message: Message) -> dict[str, Any]:
         return {"got": payload, "parts": len(message.parts)}
 
     @agent.skill()
-    async def listing() -> list:  # type: ignore[type-arg]
+    async def listing() -> list[Any]:
         return [1, "two", {"three": 3}]
 
     @agent.skill()

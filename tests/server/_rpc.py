@@ -97,7 +97,7 @@ class Stream:
 
     async def rest(self, timeout: float = TIMEOUT_S) -> list[dict[str, Any]]:
         """Every remaining event's ``result`` until the server closes the stream."""
-        events = []
+        events: list[dict[str, Any]] = []
         with anyio.fail_after(timeout):
             for _ in range(10_000):
                 item = await self.next_envelope()
@@ -172,11 +172,13 @@ class Rpc:
                 raise RpcError(f"{method} answered {content_type}: {response.text}")
             yield Stream(response)
 
-    def send_stream(self, message: dict[str, Any] | str) -> Any:
+    def send_stream(
+        self, message: dict[str, Any] | str
+    ) -> contextlib.AbstractAsyncContextManager[Stream]:
         params = {"message": user_message(message) if isinstance(message, str) else message}
         return self.stream("SendStreamingMessage", params)
 
-    def subscribe(self, task_id: str) -> Any:
+    def subscribe(self, task_id: str) -> contextlib.AbstractAsyncContextManager[Stream]:
         return self.stream("SubscribeToTask", {"id": task_id})
 
 

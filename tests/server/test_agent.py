@@ -363,3 +363,49 @@ async def test_an_executor_drives_its_task() -> None:
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert task["artifacts"][0]["parts"] == [{"text": "HEY"}]
     assert [m["parts"][0]["text"] for m in task["history"]] == ["hey", "listening"]
+
+
+async def test_a_returned_part_is_the_result_artifact() -> None:
+    agent = Agent("A")
+
+    @agent.skill()
+    async def produce() -> Part:
+        return Part(url="https://example.test/report.pdf", media_type="application/pdf")
+
+    async with in_process(agent) as http:
+        task = (await send(http, user_message()))["task"]
+    assert task["artifacts"][0]["parts"] == [
+        {"url": "https://example.test/report.pdf", "mediaType": "application/pdf"}
+    ]
+
+
+async def test_returning_something_else_fails_the_task_saying_what_was_wrong() -> None:
+    agent = Agent("A")
+
+    @agent.skill()
+    async def produce() -> int:
+        return 42
+
+    async with in_process(agent) as http:
+        task = (await send(http, user_message()))["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert task["status"]["message"]["parts"][0]["text"] == (
+        "skill 'produce' returned a value of type int; a skill returns str, dict, list, Part, "
+        "Message or None"
+    )
+
+
+async def test_a_message_returned_by_a_task_skill_is_its_final_status_message() -> None:
+    agent = Agent("A")
+
+    @agent.skill()
+    async def finish(text: str) -> Any:
+        return Message(message_id="done-1", role=Role.AGENT, parts=[Part(text="all done")])
+
+    async with in_process(agent) as http:
+        task = (await send(http, user_message("go")))["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    status = task["status"]["message"]
+    assert status["parts"] == [{"text": "all done"}]
+    assert (status["taskId"], status["contextId"]) == (task["id"], task["contextId"])
+    assert task["history"][-1] == status

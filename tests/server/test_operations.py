@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from peerwire.testing import in_process
+
 from ._agents import Controls, ask_for, workbench
-from ._rpc import Rpc, serving, state_of, status_text, user_message
+from ._rpc import HEADERS, Rpc, envelope, serving, state_of, status_text, user_message
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -320,3 +322,33 @@ async def test_push_config_methods_are_not_supported(
 async def test_the_extended_card_is_not_offered(rpc: Rpc, params: Any) -> None:
     error = await rpc.error("GetExtendedAgentCard", params)
     assert error["code"] == -32004 and "extended agent card" in error["message"]
+
+
+async def test_send_message_returns_at_auth_required(rpc: Rpc, controls: Controls) -> None:
+    task = await rpc.send(ask_for("auth", "auth-blocking"))
+    assert state_of(task) == "TASK_STATE_AUTH_REQUIRED"
+    assert status_text(task) == "sign in at https://example.test/login"
+    controls.release("auth-blocking")
+    done = await finished(rpc, task["id"])
+    assert state_of(done) == "TASK_STATE_COMPLETED"
+    assert done["artifacts"][0]["parts"] == [{"text": "the secret"}]
+
+
+async def test_streaming_methods_need_the_streaming_capability() -> None:
+    agent, _ = workbench(streaming=False)
+    async with in_process(agent) as http:
+        card = (await http.get("/.well-known/agent-card.json")).json()
+        assert card["capabilities"]["streaming"] is False
+        answer = await http.post(
+            "/", json=envelope("SendMessage", {"message": ask_for("ask")}), headers=HEADERS
+        )
+        task = answer.json()["result"]["task"]
+        for method, params in (
+            ("SendStreamingMessage", {"message": ask_for("echo", "x")}),
+            ("SubscribeToTask", {"id": task["id"]}),
+        ):
+            response = await http.post("/", json=envelope(method, params), headers=HEADERS)
+            error = response.json()["error"]
+            assert error["code"] == -32004 and "streaming" in error["message"], method
+        listed = await http.post("/", json=envelope("ListTasks", {}), headers=HEADERS)
+        assert listed.json()["result"]["totalSize"] == 1, "the refused stream created no task"

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from peerwire.server.stores import MemoryTaskStore
+from peerwire.testing import live_server
 from peerwire.types import TaskState
 
 from ._agents import ask_for, workbench
@@ -268,3 +271,32 @@ async def test_shutdown_lets_tasks_finish_within_the_grace_then_fails_the_rest()
         "the server shut down before the task finished",
     )
     assert controls.canceled == [], "shutting down is not canceling"
+
+
+async def test_callers_waiting_on_a_task_at_shutdown_get_its_outcome() -> None:
+    agent, controls = workbench()
+    async with httpx.AsyncClient(trust_env=False, timeout=WAIT_S) as http:
+        async with live_server(agent, shutdown_grace=0.3) as url:
+            rpc = Rpc(http, url)
+            blocked = asyncio.ensure_future(rpc.send(ask_for("wait", "blocked")))
+            await controls.started("blocked")
+            followed = await rpc.send(ask_for("wait", "followed"), returnImmediately=True)
+            await controls.started("followed")
+            subscribed = asyncio.Event()
+
+            async def follow() -> list[dict[str, Any]]:
+                async with rpc.subscribe(followed["id"]) as stream:
+                    await stream.next()
+                    subscribed.set()
+                    return await stream.rest()
+
+            following = asyncio.ensure_future(follow())
+            await asyncio.wait_for(subscribed.wait(), WAIT_S)
+        # Leaving the block shut the server down while both callers were waiting: they get
+        # the failed task, not a dropped connection.
+        reason = "the server shut down before the task finished"
+        events = await asyncio.wait_for(following, WAIT_S)
+        assert [state_of(e["statusUpdate"]) for e in events] == ["TASK_STATE_FAILED"]
+        assert status_text(events[0]["statusUpdate"]) == reason
+        task = await asyncio.wait_for(blocked, WAIT_S)
+        assert (state_of(task), status_text(task)) == ("TASK_STATE_FAILED", reason)

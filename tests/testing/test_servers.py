@@ -134,6 +134,27 @@ async def test_in_process_calls_the_app_with_its_lifespan_entered() -> None:
         assert card["supportedInterfaces"][0]["url"] == "http://testserver/"
 
 
+@pytest.fixture
+async def fixture_client() -> AsyncIterator[httpx.AsyncClient]:
+    async with in_process(echo()) as http:
+        yield http
+
+
+async def test_in_process_works_in_an_async_fixture(fixture_client: httpx.AsyncClient) -> None:
+    answer = (await fixture_client.post("/", json=send_body("x"), headers=HEADERS)).json()
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_in_process_reports_an_app_that_cannot_start() -> None:
+    class BrokenStore(MemoryTaskStore):
+        async def open(self) -> None:
+            raise OSError("the disk is on fire")
+
+    with pytest.raises(OSError, match="the disk is on fire"):
+        async with in_process(echo(), store=BrokenStore()):
+            pytest.fail("the body must not run")
+
+
 async def test_in_process_takes_a_ready_app() -> None:
     app = create_app(echo(), lenient_version=True)
     async with in_process(app) as http:

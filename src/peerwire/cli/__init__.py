@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from . import serve as _serve  # noqa: F401  (registers the command)
+# Importing a command module registers its command on the app.
+from . import cancel as _cancel  # noqa: F401
+from . import card as _card  # noqa: F401
+from . import demo as _demo  # noqa: F401
+from . import get as _get  # noqa: F401
+from . import list_ as _list  # noqa: F401
+from . import send as _send  # noqa: F401
+from . import serve as _serve  # noqa: F401
+from . import subscribe as _subscribe  # noqa: F401
 from ._app import app
 
 __all__ = ["app", "main"]

@@ -49,7 +49,6 @@ __all__ = ["DEFAULT_BINDINGS", "Client"]
 T = TypeVar("T")
 
 DEFAULT_BINDINGS = (Binding.JSONRPC, Binding.HTTP_JSON, Binding.GRPC)
-_UNSET: Any = msgspec.UNSET
 
 
 class Client:
@@ -106,7 +105,8 @@ class Client:
         ``url`` is the agent's base URL (its card is at ``/.well-known/agent-card.json``) or the
         card's own URL. The interface is the first in the card's ``supportedInterfaces`` (their
         order is the agent's preference) whose binding is in ``bindings`` and available here,
-        at protocol version 1.0. ``transport`` skips that choice and uses the one given.
+        at protocol version 1.0. ``transport`` skips that choice and uses the one given (the
+        client closes it with itself).
 
         ``app`` calls an ASGI application in this process instead of the network (its lifespan
         must already be running). ``timeout`` bounds each call; a stream may stay silent for
@@ -156,7 +156,12 @@ class Client:
             card_cache = CardCache() if app is not None else default_card_cache
         try:
             location = card_url(url)
-            card = await card_cache.fetch(http_client, location, headers=headers, timeout=timeout)
+            card = await card_cache.fetch(
+                http_client,
+                location,
+                headers={**headers, "A2A-Version": PROTOCOL_VERSION},
+                timeout=timeout,
+            )
             if transport is not None:
                 interface = _interface_of(card, transport)
             else:
@@ -200,7 +205,7 @@ class Client:
         *,
         task_id: str | None = None,
         context_id: str | None = None,
-        data: Any = _UNSET,
+        data: Any = None,
         files: Sequence[FileLike] = (),
         skill: str | None = None,
         metadata: Mapping[str, Any] | None = None,
@@ -235,7 +240,7 @@ class Client:
         *,
         task_id: str | None = None,
         context_id: str | None = None,
-        data: Any = _UNSET,
+        data: Any = None,
         files: Sequence[FileLike] = (),
         skill: str | None = None,
         metadata: Mapping[str, Any] | None = None,

@@ -81,7 +81,7 @@ class TaskFollower:
                         if not (resumed and first):
                             raise
                         # Refused on a resubscription: the task may have finished meanwhile.
-                        async for payload in self._finish(view):
+                        for payload in await self._finish(view):
                             yield payload
                         return
                     for payload in view.take(response.payload, merge=resumed and first):
@@ -112,7 +112,8 @@ class TaskFollower:
             source = self._subscribe(record.id)
             resumed = True
 
-    async def _finish(self, view: _View) -> AsyncIterator[Payload]:
+    async def _finish(self, view: _View) -> list[Payload]:
+        """What was missed of a task that finished while disconnected, then the final task."""
         record = view.record
         assert record is not None
         task = await self._get_task(record.id)
@@ -121,9 +122,7 @@ class TaskFollower:
                 f"task {record.id} is {task.status.state.value}, yet subscribing to it again "
                 "was refused as unsupported"
             )
-        for update in view.merge(task):
-            yield update
-        yield task
+        return [*view.merge(task), task]
 
 
 class _View:

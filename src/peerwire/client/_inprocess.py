@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 
+import anyio
 import httpx
 
 __all__ = ["StreamingASGITransport"]
@@ -118,12 +119,14 @@ class _Exchange:
         task = self._task
         if task is None or task.done():
             return
-        # An app that watches for the disconnect (peerwire's does) ends by itself at once.
-        await asyncio.wait({task}, timeout=_DISCONNECT_GRACE_S)
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({task})
+        # Shielded, so a caller being cancelled still leaves no app behind; both waits are
+        # short. An app that watches for the disconnect (peerwire's does) ends at once.
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait({task}, timeout=_DISCONNECT_GRACE_S)
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait({task})
 
     async def _run(self) -> None:
         try:

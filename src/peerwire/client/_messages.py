@@ -18,10 +18,9 @@ __all__ = ["Content", "FileLike", "build_message"]
 Content = str | Message | Part | Sequence[Part]
 """Text, a ready ``Message``, or the parts of one."""
 
-FileLike = Part | os.PathLike[str]
-"""A file part as is, or a local file to send inline (its bytes, name and guessed media type)."""
-
-_UNSET = msgspec.UNSET
+FileLike = Part | str | os.PathLike[str]
+"""A file part as is, or the path of a local file to send inline (its bytes, name and guessed
+media type). A file at a URL is a ``Part(url=...)``."""
 
 
 async def build_message(
@@ -29,17 +28,18 @@ async def build_message(
     *,
     task_id: str | None = None,
     context_id: str | None = None,
-    data: Any = _UNSET,
+    data: Any = None,
     files: Sequence[FileLike] = (),
     skill: str | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> Message:
-    """A user message: ``content`` plus a data part and file parts, addressed and tagged.
+    """A user message: ``content`` plus a data part (unless ``data`` is None) and file parts,
+    addressed and tagged.
 
     ``skill`` goes in ``metadata["skill"]``, which is how a peerwire agent with several skills
     picks one (other agents ignore it). Arguments given override those of a ready ``Message``.
     """
-    extra = [Part(data=data, media_type="application/json")] if data is not _UNSET else []
+    extra = [Part(data=data, media_type="application/json")] if data is not None else []
     extra += [await _file_part(f) for f in files]
     merged = dict(metadata or {})
     if skill is not None:

@@ -17,13 +17,14 @@ The algorithm must be on the trust's allow-list (never ``none``) and fit the key
 header with ``crit`` or ``b64`` is refused (neither is part of the card signature format).
 ``typ`` may be absent, ``JOSE`` (the spec's value) or ``JWT`` (what PyJWT-based signers such as
 a2a-sdk's emit when not told otherwise); any other ``typ`` means the JWS is something else.
+A ``null`` ``jku``, ``kid`` or ``typ`` counts as absent (a2a-sdk writes ``"jku": null``).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -31,6 +32,7 @@ import msgspec
 from joserfc import jws
 from joserfc.errors import BadSignatureError, JoseError
 from joserfc.jwk import ECKey, JWKRegistry, Key, OKPKey, RSAKey
+from joserfc.registry import HeaderParameter, is_str, is_url
 
 from ..errors import AuthenticationError, CardSignatureError, InvalidAgentCardError
 from ..protocol.card_canonical import canonical_card_payload
@@ -50,6 +52,23 @@ __all__ = ["CardSigner", "Trust", "sign_card", "verify_card", "verify_card_async
 
 _ACCEPTED_TYP = frozenset({"jose", "jwt"})
 _MAX_SIGNATURES = 8
+
+
+def _null_or(check: Callable[[Any], None]) -> Callable[[Any], None]:
+    def validate(value: Any) -> None:
+        if value is not None:
+            check(value)
+
+    return validate
+
+
+# a2a-sdk's ProtectedHeader declares every member required, so its signers write
+# ``"jku": null`` (and may write ``"typ": null``): null is read as "absent".
+_CARD_HEADERS = {
+    "jku": HeaderParameter("JWK Set URL", _null_or(is_url)),
+    "kid": HeaderParameter("Key ID", _null_or(is_str)),
+    "typ": HeaderParameter("Type", _null_or(is_str)),
+}
 
 
 class CardSigner:
@@ -313,7 +332,9 @@ def _verify_one(signature: Mapping[str, Any], payload: str, trust: Trust) -> Non
         except KeyMismatch as exc:
             mismatch = str(exc)
             continue
-        registry = jws.JWSRegistry(algorithms=[alg], strict_check_header=False)
+        registry = jws.JWSRegistry(
+            header_registry=_CARD_HEADERS, algorithms=[alg], strict_check_header=False
+        )
         compact = f"{signature['protected']}.{payload}.{value}"
         try:
             jws.deserialize_compact(compact, key, registry=registry)

@@ -245,13 +245,15 @@ def serve(
     """
     import uvicorn
 
+    from .uvicorn_server import DrainingServer
+
     if public_url is None:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         public_url = f"http://{shown}:{port}"
     if grpc and _grpc_installed():
         options = {"grpc_host": host, **options, "grpc_port": grpc_port}
     app = create_app(agent, public_url=public_url, **options)  # type: ignore[arg-type]
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -260,6 +262,8 @@ def serve(
         lifespan="on",
         timeout_graceful_shutdown=int(app.dispatcher.runner.shutdown_grace) + 5,
     )
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it is meant to stop
+        DrainingServer(config, app).run()
 
 
 def _grpc_installed() -> bool:

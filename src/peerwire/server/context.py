@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import msgspec
+
 from .._ids import new_id
 from ..types import (
     Artifact,
@@ -159,7 +161,14 @@ class TaskContext:
     def agent_message(self, content: str | Message) -> Message:
         """``content`` as a message from the agent on this task."""
         if isinstance(content, Message):
-            return content
+            if content.context_id and content.task_id:
+                return content
+            # Agent messages carry their context (facts §4.3) and, on a task, its id.
+            return msgspec.structs.replace(
+                content,
+                context_id=content.context_id or self.context_id,
+                task_id=content.task_id or self.task_id,
+            )
         return Message(
             message_id=new_id(),
             context_id=self.context_id,

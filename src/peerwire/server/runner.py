@@ -31,6 +31,7 @@ from ..errors import (
 from ..protocol import INTERRUPTED, TERMINAL
 from ..types import (
     Message,
+    Part,
     Role,
     TaskArtifactUpdateEvent,
     TaskState,
@@ -95,17 +96,26 @@ class Runner:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        self._accepting = False
         group = self._group
         assert group is not None
         try:
-            await self._drain()
+            await self.drain()
         finally:
             self._group = None
             await group.__aexit__(None, None, None)
 
+    async def drain(self) -> None:
+        """Take no more work; let working handlers finish within the grace, then fail them.
+
+        Handlers parked in ``ask`` are let go and their tasks stay interrupted. A server calls
+        this as its shutdown begins, before it waits for open connections, so callers blocked
+        on a task or following its stream still get its outcome; exiting the runner calls it
+        again, with nothing left to do.
+        """
+        self._accepting = False
+        await self._drain()
+
     async def _drain(self) -> None:
-        """Let working handlers finish within the grace period, then fail them."""
         with anyio.move_on_after(self.shutdown_grace):
             # Polling, bounded by the grace period, once per shutdown: simpler than an event.
             while any(live.working for live in self._live.values()):  # noqa: ASYNC110
@@ -369,6 +379,11 @@ class Runner:
         if isinstance(result, Message):
             await ctx.complete(result)
             return None
+        if not isinstance(result, str | dict | list | Part):
+            raise TypeError(
+                f"skill {skill.id!r} returned a value of type {type(result).__name__}; a skill "
+                "returns str, dict, list, Part, Message or None"
+            )
         await ctx.add_artifact(result, name="result", last_chunk=True)
         return (TaskState.COMPLETED, None)
 

@@ -27,7 +27,7 @@ AppSource = Agent | A2AApp | Callable[[str], A2AApp]
 
 _LOOPBACK = "127.0.0.1"
 _STARTUP_TIMEOUT_S = 30.0
-# Open connections get this long beyond the runner's own grace before uvicorn drops them.
+# How much longer than the runner's grace open connections get before uvicorn drops them.
 _CONNECTION_SLACK_S = 2.0
 
 
@@ -36,11 +36,15 @@ async def live_server(source: AppSource, **create_app_options: Any) -> AsyncIter
     """Serve ``source`` with uvicorn on 127.0.0.1 and a free port; yield its base URL.
 
     ``create_app_options`` go to ``create_app`` (only when ``source`` is an ``Agent``); the
-    card's ``public_url`` is the real address. On exit the server shuts down gracefully:
-    open requests finish, then the runner gives working tasks their shutdown grace. Works in
-    a test body and in an async fixture alike.
+    card's ``public_url`` is the real address. On exit the server shuts down as ``serve``
+    does: working tasks get the shutdown grace to finish (then fail), callers waiting on them
+    get that outcome, then the connections close. Works in a test body and in an async
+    fixture alike.
     """
-    import uvicorn  # the "server" extra; imported here so peerwire.testing imports without it
+    # The "server" extra, imported here so that peerwire.testing imports without it.
+    import uvicorn
+
+    from ..server.uvicorn_server import DrainingServer
 
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and
     # accepted connections inherit it; without it each response waits ~40 ms on Nagle.
@@ -60,7 +64,7 @@ async def live_server(source: AppSource, **create_app_options: Any) -> AsyncIter
             access_log=False,
             timeout_graceful_shutdown=math.ceil(grace + _CONNECTION_SLACK_S),
         )
-        server = uvicorn.Server(config)
+        server = DrainingServer(config, app)
         # One task owned by this context manager, awaited on every exit path. Not a task
         # group around the ``yield``: pytest-asyncio runs a fixture's setup and teardown in
         # different tasks, and a cancel scope must be exited in the task that entered it.
@@ -72,7 +76,9 @@ async def live_server(source: AppSource, **create_app_options: Any) -> AsyncIter
             yield url
         finally:
             await _stop(server, serving, limit=2 * grace + 2 * _CONNECTION_SLACK_S + 5)
-        serving.result()  # a server that crashed while the caller used it fails the caller
+            failure = None if serving.cancelled() else serving.exception()
+        if failure is not None:
+            raise failure  # a server that crashed while the caller used it fails the caller
     finally:
         sock.close()
 
@@ -96,7 +102,7 @@ async def _stop(server: Any, serving: asyncio.Task[None], limit: float) -> None:
     """Ask uvicorn to shut down and wait for it, even if the caller is being cancelled."""
     server.should_exit = True
     with anyio.CancelScope(shield=True):
-        # uvicorn bounds each step of its shutdown; ``limit`` bounds them all together.
+        # The runner's drain and uvicorn's steps are each bounded; ``limit`` bounds them all.
         await asyncio.wait({serving}, timeout=limit)
         if not serving.done():
             server.force_exit = True
@@ -126,12 +132,48 @@ async def in_process(
     """An ``httpx.AsyncClient`` calling the app in process, its lifespan entered.
 
     Requests go to ``http://testserver``. httpx's ASGI transport hands over a response only
-    when the app has finished it, so a stream is seen whole once it ends.
+    when the app has finished it, so a stream is seen whole once it ends. Works in a test body
+    and in an async fixture alike.
     """
     app = _build(source, "http://testserver", create_app_options)
     transport = httpx.ASGITransport(app=app)
     async with (
-        app.lifespan(),
+        _lifespan_running(app),
         httpx.AsyncClient(transport=transport, base_url="http://testserver") as client,
     ):
         yield client
+
+
+@contextlib.asynccontextmanager
+async def _lifespan_running(app: A2AApp) -> AsyncIterator[None]:
+    """Keep ``app.lifespan()`` entered in a task of its own, as an ASGI server does.
+
+    The lifespan holds the runner's task group open; entering it in the caller's task would
+    tie its exit to that task, which a fixture's teardown is not.
+    """
+    started = asyncio.Event()
+    stop = asyncio.Event()
+
+    async def hold() -> None:
+        async with app.lifespan():
+            started.set()
+            await stop.wait()
+
+    holder = asyncio.get_running_loop().create_task(hold(), name="peerwire in_process lifespan")
+    try:
+        starting = asyncio.ensure_future(started.wait())
+        try:
+            await asyncio.wait({holder, starting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            starting.cancel()
+        if holder.done():
+            holder.result()  # the startup error
+            raise RuntimeError("the app's lifespan ended during startup")
+        yield
+    finally:
+        stop.set()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait({holder})
+        failure = holder.exception()  # retrieved on every path, raised on the quiet one
+    if failure is not None:
+        raise failure

@@ -178,11 +178,19 @@ class GroupCommitWriter:
             outcomes = [(job, None, exc) for job in jobs]
         loop = self._loop
         assert loop is not None
-        for job, result, error in outcomes:
-            try:
-                loop.call_soon_threadsafe(job.finish, result, error)
-            except RuntimeError:  # the loop is closed: nobody is waiting any more
-                return
+        try:
+            # One wake-up of the loop per batch, not per write.
+            loop.call_soon_threadsafe(_finish_all, outcomes)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            return
+
+
+def _finish_all(outcomes: list[tuple[_Job[Any], Any, BaseException | None]]) -> None:
+    for job, result, error in outcomes:
+        try:
+            job.finish(result, error)
+        except Exception:  # one broken callback must not strand the rest of the batch
+            log.exception("peerwire: updating memory after a commit failed")
 
 
 async def wait_durable(future: asyncio.Future[T]) -> T:
