@@ -10,7 +10,8 @@ Serve both from the repository root::
 What it does with "record, sealed class":
 
 * one Glossary call per term, all at once (an anyio task group), each streamed so the Brief
-  Agent knows the Glossary task's id from its first event;
+  Agent knows the Glossary task's id from its first event (and says so in a WORKING update:
+  'Asked Glossary Agent about "record": its task ...');
 * the whole brief has a time limit (``timeout``, 30 s by default). When it runs out, or when
   the brief's own task is canceled, the calls still running are canceled, at the Glossary
   Agent too (CancelTask), before the brief's task ends;
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,9 @@ DEFAULT_GLOSSARY_URL = "http://127.0.0.1:8000"
 # Canceling the Glossary tasks left behind must not hold up the brief's own end for long.
 _CLEANUP_TIMEOUT_S = 5.0
 _RUNNING = (TaskState.SUBMITTED, TaskState.WORKING)
+
+Asked = Callable[["Call"], Awaitable[None]]
+"""Told when a Glossary task exists for a call (the call's ``task_id`` is set)."""
 
 
 @dataclass
@@ -111,10 +115,15 @@ def make_agent(glossary_url: str, *, timeout: float = 30.0) -> Agent:
         except PeerwireError as exc:
             await ctx.fail(f"the Glossary Agent at {glossary_url} could not be reached: {exc}")
             return
+        who = glossary.card.name
+
+        async def asked(call: Call) -> None:
+            # Progress for our caller: from here on, a cancel reaches the Glossary task too.
+            await ctx.update(f'Asked {who} about "{call.term}": its task {call.task_id}')
+
         async with glossary:
             calls = [Call(term) for term in terms]
-            finished = await _ask_all(glossary, calls, timeout)
-            who = glossary.card.name
+            finished = await _ask_all(glossary, calls, timeout, asked)
         failed = [call for call in calls if not call.ok]
         if finished and not failed:
             await ctx.add_artifact(
@@ -140,13 +149,13 @@ def make_agent(glossary_url: str, *, timeout: float = 30.0) -> Agent:
     return agent
 
 
-async def _ask_all(glossary: Client, calls: Sequence[Call], timeout: float) -> bool:
+async def _ask_all(glossary: Client, calls: Sequence[Call], timeout: float, asked: Asked) -> bool:
     """Make every call at once; False if the time ran out (the rest were canceled)."""
     try:
         with anyio.fail_after(timeout):
             async with anyio.create_task_group() as group:
                 for call in calls:
-                    group.start_soon(_ask, glossary, call)
+                    group.start_soon(_ask, glossary, call, asked)
     except TimeoutError:
         await _cancel_unfinished(glossary, calls)
         return False
@@ -157,11 +166,11 @@ async def _ask_all(glossary: Client, calls: Sequence[Call], timeout: float) -> b
     return True
 
 
-async def _ask(glossary: Client, call: Call) -> None:
+async def _ask(glossary: Client, call: Call, asked: Asked) -> None:
     """One Glossary call, recorded in ``call``; streamed when the Glossary Agent streams."""
     try:
         if glossary.card.capabilities.streaming:
-            await _follow(glossary, call)
+            await _follow(glossary, call, asked)
             return
         call.operation = "SendMessage"
         answer = await glossary.send(call.term)
@@ -176,7 +185,7 @@ async def _ask(glossary: Client, call: Call) -> None:
     call.answer = _answer(call.state, "".join(a.text for a in answer.artifacts), said)
 
 
-async def _follow(glossary: Client, call: Call) -> None:
+async def _follow(glossary: Client, call: Call, asked: Asked) -> None:
     """Stream the call. Its first event is the Glossary task, so a cancel can reach it early."""
     chunks: list[str] = []
     said = ""
@@ -187,6 +196,7 @@ async def _follow(glossary: Client, call: Call) -> None:
                 return
             if isinstance(event, Task):
                 call.task_id, status = event.id, event.status
+                await asked(call)
             elif isinstance(event, TaskStatusUpdateEvent):
                 status = event.status
             else:

@@ -752,6 +752,9 @@ def from_jsonrpc_error(obj: object) -> A2AError:
         details = _Details(metadata=_string_map(data))
     jsonrpc_code = code if _is_int(code) else None
     cls = _BY_JSONRPC_CODE.get(jsonrpc_code) if jsonrpc_code is not None else None
+    refined = error_for_reason(details.reason) if details.reason else None
+    if cls is not None and refined is not None and issubclass(refined, cls):
+        cls = refined  # a code shared by a subclass (-32603: ServerBusyError) is told by its reason
     cls = cls or _classify(details.reason, None, None)
     message = _text(obj.get("message"))
     if cls is None and message is None:

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import anyio
-import pytest
 from anyio.streams.text import TextReceiveStream
 
 from peerwire import Client, Task

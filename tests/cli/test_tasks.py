@@ -83,7 +83,9 @@ async def test_list_filters_by_state(glossary_url: str, client: Client) -> None:
     await _task(client, "record", context_id=context)
     failed = await _task(client, "monad", context_id=context)
     for spelling in ("failed", "FAILED", "TASK_STATE_FAILED"):
-        ran = await invoke("list", glossary_url, "--context", context, "--state", spelling, "--json")
+        ran = await invoke(
+            "list", glossary_url, "--context", context, "--state", spelling, "--json"
+        )
         assert ran.code == 0, ran.err
         assert [t.id for t in decode(ran.out, ListTasksResponse).tasks] == [failed.id]
 
@@ -121,7 +123,11 @@ async def test_subscribe_to_a_question_exits_3(glossary_url: str, client: Client
     assert first.task is not None and first.task.id == asked.id
 
 
-async def test_subscribe_to_a_finished_task_points_to_get(glossary_url: str, client: Client) -> None:
+async def test_subscribe_to_a_finished_task_points_to_get(
+    glossary_url: str, client: Client
+) -> None:
     task = await _task(client, "record")
     ran = await invoke("subscribe", glossary_url, task.id)
-    assert_one_error_line(ran, "UnsupportedOperationError", f"peerwire get {glossary_url} {task.id}")
+    assert_one_error_line(
+        ran, "UnsupportedOperationError", f"peerwire get {glossary_url} {task.id}"
+    )

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..client import Payload
-from ..protocol import TaskRecord
+from ..protocol import TaskRecord, closes_stream
 from ..types import (
     AgentCard,
     Artifact,
@@ -349,6 +349,10 @@ async def follow(
                 if as_json:
                     print_json(stream_response(payload))
                 view.show(payload)
+                if view.state is not None and closes_stream(view.state):
+                    # Servers close here; one may keep a subscription to an interrupted task
+                    # open (waiting for someone's answer), but the caller is done.
+                    break
                 if status is not None and view.state is not None:
                     status.update(Text(f"{agent_name}: {_plain(view.state)}…"))
         finally:

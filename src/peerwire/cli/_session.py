@@ -32,6 +32,7 @@ from ..types import AgentCard, TaskState
 from ._options import BindingName
 
 __all__ = [
+    "EXIT_CODES_HELP",
     "EXIT_ERROR",
     "EXIT_NEEDS_INPUT",
     "EXIT_OK",
@@ -50,6 +51,13 @@ EXIT_USAGE = 2
 EXIT_NEEDS_INPUT = 3
 EXIT_UNSUCCESSFUL = 4
 _EXIT_INTERRUPTED = 130  # the shell's convention for Ctrl-C
+
+
+# For the help of the commands whose exit code says how the task went.
+EXIT_CODES_HELP = (
+    "Exit codes: 0 completed (or a message reply), 3 input or auth required, "
+    "4 failed, rejected or canceled, 1 an error, 2 bad usage."
+)
 
 
 class CommandError(Exception):

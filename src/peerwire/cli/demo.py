@@ -46,9 +46,9 @@ def demo_command(
         bool, typer.Option("--wire", help="Also show the HTTP requests and responses.")
     ] = False,
 ) -> None:
-    """Watch two agents talk A2A: a card, a task, a stream, a question, agent to agent, a cancel.
+    """Watch two agents talk A2A: a card, tasks, a stream, a question, a cancel.
 
-    Runs the Glossary and Brief sample agents on loopback ports and stops them at the end.
+    Serves the Glossary and Brief sample agents on loopback and stops them at the end.
     """
     run(lambda: Demo(console(), wire=wire).run())
 

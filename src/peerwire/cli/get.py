@@ -9,10 +9,10 @@ import typer
 from ._app import app
 from ._options import BindingOption, JsonOption, TaskIdArgument, TimeoutOption, UrlArgument
 from ._render import console, print_json, print_task
-from ._session import connect, exit_code, run
+from ._session import EXIT_CODES_HELP, connect, exit_code, run
 
 
-@app.command("get")
+@app.command("get", epilog=EXIT_CODES_HELP)
 def get_command(
     url: UrlArgument,
     task_id: TaskIdArgument,
@@ -24,7 +24,7 @@ def get_command(
     binding: BindingOption = None,
     timeout: TimeoutOption = 60.0,
 ) -> None:
-    """Show a task: its state, artifacts and history. Exits as the task stands (see --help)."""
+    """Show a task: its state, artifacts and history."""
 
     async def main() -> int:
         async with connect(url, binding, timeout) as client:

@@ -39,7 +39,7 @@ def list_command(
 ) -> None:
     """List tasks, newest update first, fetching every page.
 
-    With --json: one ListTasksResponse holding the tasks of every page (nextPageToken "").
+    --json prints one ListTasksResponse holding the tasks of all pages.
     """
     status = _state(state) if state is not None else None
 

@@ -6,10 +6,10 @@ from ..errors import UnsupportedOperationError
 from ._app import app
 from ._options import BindingOption, JsonOption, TaskIdArgument, TimeoutOption, UrlArgument
 from ._render import StreamView, console, follow
-from ._session import CommandError, connect, exit_code, run
+from ._session import EXIT_CODES_HELP, CommandError, connect, exit_code, run
 
 
-@app.command("subscribe")
+@app.command("subscribe", epilog=EXIT_CODES_HELP)
 def subscribe_command(
     url: UrlArgument,
     task_id: TaskIdArgument,
@@ -17,7 +17,7 @@ def subscribe_command(
     binding: BindingOption = None,
     timeout: TimeoutOption = 60.0,
 ) -> None:
-    """Follow a running task live: its state now, then every update. Exits as the task ends."""
+    """Follow a running task live: its state now, then every update until it ends."""
 
     async def main() -> int:
         async with connect(url, binding, timeout) as client:
@@ -32,7 +32,8 @@ def subscribe_command(
                     f"{exc.message} (UnsupportedOperationError); a finished task is shown by "
                     f"'peerwire get {url} {task_id}'"
                 ) from None
-        assert view.state is not None, "a subscription starts with the task"
+        if view.state is None:  # the client rejects such a stream first; kept for clarity
+            raise CommandError(f"the subscription to task {task_id} sent no task")
         return exit_code(view.state)
 
     run(main)
