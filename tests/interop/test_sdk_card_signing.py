@@ -165,9 +165,21 @@ def test_documented_disagreement_empty_required_members(
         verify_card({**signed_by_sdk, **changes}, TRUST)
 
 
-def test_documented_disagreement_empty_params(sdk_python: Path) -> None:
-    extensions = [{"uri": "urn:x", "params": {}}]
-    document = card(capabilities={"streaming": True, "extensions": extensions})
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"capabilities": {"streaming": True, "extensions": [{"uri": "urn:x", "params": {}}]}},
+        {
+            "securitySchemes": {"mtls": {"mtlsSecurityScheme": {}}},
+            "securityRequirements": [{"schemes": {"mtls": {}}}],
+        },
+    ],
+    ids=["empty-params", "empty-mtls-scheme"],
+)
+def test_documented_disagreement_empty_message_members(
+    sdk_python: Path, changes: dict[str, Any]
+) -> None:
+    document = card(**changes)
     ours = canonical_card_payload(document).decode()
     assert sdk(sdk_python, {"op": "canonical", "card": document})["canonical"] != ours
     assert sdk_verifies(sdk_python, peerwire_signed(document))["ok"] is False
@@ -184,3 +196,41 @@ def test_documented_disagreement_unknown_members(sdk_python: Path) -> None:
     signed_by_sdk["futureFeature"] = {"enabled": True}
     with pytest.raises(CardSignatureError):
         verify_card(signed_by_sdk, TRUST)
+
+
+@pytest.mark.parametrize(
+    ("security", "stripped"),
+    [
+        (
+            {
+                "securitySchemes": {"mtls": {"mtlsSecurityScheme": {}}},
+                "securityRequirements": [{"schemes": {"mtls": {}}}],
+            },
+            ("securitySchemes", "securityRequirements"),
+        ),
+        (
+            {
+                "securitySchemes": {
+                    "key": {"apiKeySecurityScheme": {"location": "header", "name": "X-Key"}}
+                },
+                "securityRequirements": [{"schemes": {"key": {"list": []}}}],
+            },
+            ("securityRequirements",),
+        ),
+    ],
+    ids=["mtls", "api-key"],
+)
+def test_an_sdk_signature_does_not_cover_requirements_without_scopes(
+    sdk_python: Path, security: dict[str, Any], stripped: tuple[str, ...]
+) -> None:
+    # Finding: the SDK's canonical form drops every empty object, so a requirement without
+    # scopes ({"schemes": {"key": {}}}) and an empty mtlsSecurityScheme vanish from what it
+    # signs: removing them keeps the SDK's signature valid. The spec's Step A keeps them, so
+    # removing them breaks a peerwire signature.
+    signed_by_sdk = sdk_signed(sdk_python, card(**security))
+    without = {k: v for k, v in signed_by_sdk.items() if k not in stripped}
+    assert sdk_verifies(sdk_python, without) == {"ok": True}
+    signed_by_us = peerwire_signed(card(**security))
+    verify_card(signed_by_us, TRUST)
+    with pytest.raises(CardSignatureError, match="does not match"):
+        verify_card({k: v for k, v in signed_by_us.items() if k not in stripped}, TRUST)

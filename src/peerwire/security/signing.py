@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -49,6 +50,8 @@ from .keys import (
 )
 
 __all__ = ["CardSigner", "Trust", "sign_card", "verify_card", "verify_card_async"]
+
+log = logging.getLogger("peerwire.security")
 
 _ACCEPTED_TYP = frozenset({"jose", "jwt"})
 _MAX_SIGNATURES = 8
@@ -227,6 +230,14 @@ def verify_card(document: Mapping[str, Any], trust: Trust) -> None:
     Raises ``CardSignatureError`` saying why no signature verifies, or that the card is
     unsigned when ``trust.require_signature``.
     """
+    try:
+        _verify(document, trust)
+    except CardSignatureError as exc:
+        log.info("peerwire: refused an agent card: %s", exc.message)
+        raise
+
+
+def _verify(document: Mapping[str, Any], trust: Trust) -> None:
     signatures = _signatures(document)
     if not signatures:
         if trust.require_signature:

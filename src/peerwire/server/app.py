@@ -12,7 +12,7 @@ import msgspec
 from ..types import AgentCard, AgentInterface, Binding
 from .agent import Agent
 from .asgi import A2AApp
-from .bus import EventBus, MemoryBus
+from .bus import EventBus, open_bus
 from .dispatch import CallContext, Dispatcher
 from .runner import Runner
 from .stores import TaskStore, open_store
@@ -30,7 +30,7 @@ def create_app(
     agent: Agent,
     *,
     store: TaskStore | str = "memory",
-    bus: EventBus | None = None,
+    bus: EventBus | str = "memory",
     public_url: str = "http://127.0.0.1:8000",
     rpc_path: str = "/",
     rest_path: str | None = "/rest",
@@ -50,7 +50,9 @@ def create_app(
 ) -> A2AApp:
     """An ASGI application serving ``agent`` over JSON-RPC and HTTP+JSON, with its card.
 
-    ``store`` is a ``TaskStore`` or a spec: ``"memory"``, ``"sqlite:PATH"``.
+    ``store`` is a ``TaskStore`` or a spec: ``"memory"``, ``"sqlite:PATH"``,
+    ``"postgresql://..."``. ``bus`` is an ``EventBus`` or a spec: ``"memory"`` (one process),
+    ``"redis://HOST:PORT"`` (replicas sharing a PostgreSQL store see each other's events).
     ``public_url`` is the base URL the card advertises. ``lenient_version`` accepts requests
     without ``A2A-Version`` as 1.0 (strictly, a missing header means 0.3 and is refused).
     ``keepalive_seconds``: how long an idle stream waits before a keep-alive comment.
@@ -74,7 +76,7 @@ def create_app(
     """
     order = _interface_order(interface_order)
     task_store = open_store(store) if isinstance(store, str) else store
-    event_bus = bus if bus is not None else MemoryBus()
+    event_bus = open_bus(bus) if isinstance(bus, str) else bus
     runner = Runner(
         agent, task_store, event_bus, max_working=max_working, shutdown_grace=shutdown_grace
     )
@@ -121,6 +123,7 @@ def create_app(
     async def lifespan() -> AsyncIterator[None]:
         await task_store.open()
         try:
+            await event_bus.open()
             async with runner:
                 await runner.recover()
                 if grpc_port is None:

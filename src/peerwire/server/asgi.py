@@ -245,13 +245,16 @@ class A2AApp:
         """An error response; authentication and permission errors at HTTP level (401 with
         ``WWW-Authenticate``, 403), the others as HTTP 200 (facts §6.1, §7.3)."""
         headers = list(extra or [])
-        if isinstance(error, AuthenticationError | PermissionDeniedError):
-            challenge = error.www_authenticate
-            if not challenge and self.authenticator is not None:
-                challenge = self.authenticator.challenge()
-            if challenge or isinstance(error, AuthenticationError):
-                # RFC 9110 §15.5.2: a 401 always carries a challenge.
-                headers.append((b"www-authenticate", (challenge or "Bearer").encode("latin-1")))
+        challenge = ""
+        if isinstance(error, AuthenticationError):
+            # RFC 9110 §15.5.2: a 401 always carries a challenge.
+            challenge = error.www_authenticate or (
+                self.authenticator.challenge() if self.authenticator is not None else "Bearer"
+            )
+        elif isinstance(error, PermissionDeniedError):
+            challenge = error.www_authenticate  # RFC 6750 insufficient_scope, when known
+        if challenge:
+            headers.append((b"www-authenticate", challenge.encode("latin-1")))
         status = jsonrpc.response_status(error)
         await _respond(send, status, jsonrpc.encode_error(request_id, error), headers)
 

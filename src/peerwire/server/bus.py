@@ -1,9 +1,15 @@
 """Event fan-out: every observer of a task gets every later event once, in order.
 
-A stream subscribes *before* it reads the task's snapshot, then drops events whose version the
-snapshot already contains, so nothing falls between the snapshot and the live events. The
-``EventBus`` interface is what a distributed bus (Redis) implements too; ``MemoryBus`` serves
-one process.
+A stream subscribes *before* it reads the task's snapshot, then asks for the events above the
+snapshot's version (``Subscription.next(after_version)``), so nothing falls between the
+snapshot and the live events. The ``EventBus`` interface is what a distributed bus
+(``bus_redis.RedisBus``) implements too; ``MemoryBus`` serves one process.
+
+On a bus that keeps each task's recent events (Redis), the *first* ``next`` call decides where
+the subscription starts reading: just after ``after_version``. So every consumer passes the
+version its view of the task is at (a snapshot's, or the version it continued the task from),
+never a smaller one later; ``MemoryBus`` delivers what is published after ``subscribe`` and
+filters by the same rule, so both give the same events.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import Protocol
 
 from ..types import TaskArtifactUpdateEvent, TaskStatusUpdateEvent
 
-__all__ = ["BusEvent", "EventBus", "MemoryBus", "Subscription"]
+__all__ = ["BusEvent", "EventBus", "MemoryBus", "Subscription", "open_bus"]
 
 BusEvent = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 
@@ -31,16 +37,21 @@ def _expire(waiter: asyncio.Future[object]) -> None:
 class Subscription:
     """A queue of ``(version, event)`` for one task; iterate it, close it when done."""
 
-    __slots__ = ("_closed", "_items", "_on_close", "_waiter", "task_id")
+    __slots__ = ("_closed", "_items", "_on_close", "_on_start", "_waiter", "task_id")
 
     def __init__(
-        self, task_id: str, on_close: Callable[[Subscription], None] | None = None
+        self,
+        task_id: str,
+        on_close: Callable[[Subscription], None] | None = None,
+        on_start: Callable[[Subscription, int], None] | None = None,
     ) -> None:
         self.task_id = task_id
         self._items: deque[tuple[int, BusEvent]] = deque()
         self._waiter: asyncio.Future[object] | None = None
         self._closed = False
         self._on_close = on_close
+        # A replaying bus learns here, at the first ``next``, which version to read after.
+        self._on_start = on_start
 
     def put(self, version: int, event: BusEvent) -> None:
         self._items.append((version, event))
@@ -54,8 +65,14 @@ class Subscription:
         """The next event with a version above ``after_version``.
 
         Returns ``None`` if ``timeout`` seconds pass first; raises ``StopAsyncIteration`` once
-        the subscription is closed and drained.
+        the subscription is closed and drained. The first call fixes where a replaying bus
+        starts (see the module docstring): later calls must not pass a smaller version.
         """
+        on_start = self._on_start
+        if on_start is not None:
+            self._on_start = None
+            if not self._closed:
+                on_start(self, after_version)
         while True:
             while self._items:
                 version, event = self._items.popleft()
@@ -101,13 +118,32 @@ class Subscription:
 
 
 class EventBus(Protocol):
+    async def open(self) -> None:
+        """Connect and start any background work; called once before use (the app does)."""
+
     def subscribe(self, task_id: str) -> Subscription:
         """Start receiving the task's events (close the subscription to stop)."""
 
     async def publish(self, task_id: str, version: int, event: BusEvent) -> None:
         """Deliver ``event`` (the task's state at ``version``) to every subscriber."""
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Stop background work and close every subscription."""
+
+
+def open_bus(spec: str) -> EventBus:
+    """A bus from its spec: ``memory`` or ``redis://HOST[:PORT][/DB][?prefix=NAME]``.
+
+    The bus is returned unopened: its owner calls ``open()`` (the app does, at startup).
+    ``rediss://`` (TLS) and ``unix://`` Redis URLs work too.
+    """
+    if spec == "memory":
+        return MemoryBus()
+    if spec.split("://", 1)[0] in ("redis", "rediss", "unix") and "://" in spec:
+        from .bus_redis import RedisBus  # the "redis" extra
+
+        return RedisBus.from_url(spec)
+    raise ValueError(f"unknown bus {spec!r}: expected 'memory' or 'redis://HOST:PORT'")
 
 
 class MemoryBus:
@@ -115,6 +151,9 @@ class MemoryBus:
 
     def __init__(self) -> None:
         self._subscribers: dict[str, list[Subscription]] = {}
+
+    async def open(self) -> None:
+        return None
 
     def subscribe(self, task_id: str) -> Subscription:
         subscription = Subscription(task_id, self._remove)

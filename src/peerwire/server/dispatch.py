@@ -124,11 +124,11 @@ class Dispatcher:
         started = await self._start(request, call)
         if isinstance(started, Message):
             return SendMessageResponse(message=started)
-        task_id, subscription, _ = started
+        task_id, subscription, seen, _ = started
         with subscription:
             config = request.configuration
             if config is None or not config.return_immediately:
-                await _wait_until_settled(subscription)
+                await _wait_until_settled(subscription, seen)
         return SendMessageResponse(
             task=await self._snapshot(task_id, request.tenant, call.owner, history_length)
         )
@@ -141,15 +141,15 @@ class Dispatcher:
         started = await self._start(request, call)
         if isinstance(started, Message):
             return TaskStream(StreamResponse(message=started))
-        task_id, subscription, snapshot = started
-        if snapshot is None:
+        task_id, subscription, version, task = started
+        if task is None:
             try:
                 record = await self._load(task_id, request.tenant, call.owner)
             except BaseException:
                 subscription.close()
                 raise
-            snapshot = (record.snapshot(history_length=history_length), record.version)
-        return TaskStream(StreamResponse(task=snapshot[0]), subscription, snapshot[1])
+            task, version = record.snapshot(history_length=history_length), record.version
+        return TaskStream(StreamResponse(task=task), subscription, version)
 
     def _check_send(self, request: SendMessageRequest) -> int | None:
         if request.message.role is not Role.USER:
@@ -167,11 +167,12 @@ class Dispatcher:
 
     async def _start(
         self, request: SendMessageRequest, call: CallContext
-    ) -> Message | tuple[str, Subscription, tuple[Task, int] | None]:
+    ) -> Message | tuple[str, Subscription, int, Task | None]:
         """Create or continue the task and start its handler, with a subscription opened first.
 
-        Returns the reply of a message skill, or ``(task_id, subscription, snapshot)`` where
-        ``snapshot`` is the task at creation (``None`` for a continued task).
+        Returns the reply of a message skill, or ``(task_id, subscription, version, task)``:
+        the subscription's events follow ``version``, which ``task`` (the task at creation;
+        ``None`` for a continued task) is at.
         """
         message = request.message
         existing = None
@@ -199,7 +200,7 @@ class Dispatcher:
             version=1,
         )
         # Taken before the handler can run: a stream starts from the task as it was created.
-        snapshot = (record.snapshot(history_length=_history_length(request)), record.version)
+        snapshot, version = record.snapshot(history_length=_history_length(request)), record.version
         await self.store.create(record, tenant=request.tenant, owner=call.owner)
         subscription = self.bus.subscribe(task_id)
         self.runner.start(
@@ -210,7 +211,7 @@ class Dispatcher:
             tenant=request.tenant,
             owner=call.owner,
         )
-        return task_id, subscription, snapshot
+        return task_id, subscription, version, snapshot
 
     async def _continue(
         self,
@@ -219,7 +220,7 @@ class Dispatcher:
         record: TaskRecord,
         tenant: str,
         call: CallContext,
-    ) -> tuple[str, Subscription, None]:
+    ) -> tuple[str, Subscription, int, None]:
         task_id, context_id = decision.task_id, decision.context_id
         follow_up = msgspec.structs.replace(message, context_id=context_id)
         history = [m for m in record.history if m.role is Role.USER]
@@ -227,38 +228,23 @@ class Dispatcher:
         # reached AUTH_REQUIRED) authorize nothing later (facts §4.3, in-task authorization).
         skill = self.agent.route(history[0]) if history else self.agent.route(follow_up)
         _check_scopes(skill, call)
+        # What this message continues from: a blocking send waits for the events after it.
+        seen = record.version
         subscription = self.bus.subscribe(task_id)
         try:
-            if self.runner.is_live(task_id) and not self.runner.is_waiting(task_id):
-                # The handler is busy: the message waits in its inbox for the next ask.
-                await self.store.append(task_id, [follow_up])
-                self.runner.deliver(task_id, follow_up)
-                return task_id, subscription, None
-            self.runner.check_capacity()
-            working = TaskStatusUpdateEvent(
+            await self.runner.continue_task(
+                skill,
                 task_id=task_id,
                 context_id=context_id,
-                status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
+                follow_up=follow_up,
+                earlier=history,
+                tenant=tenant,
+                owner=call.owner,
             )
-            version = await self.store.append(task_id, [follow_up, working])
-            await self.bus.publish(task_id, version, working)
-            if not self.runner.deliver(task_id, follow_up):
-                # Nobody holds the handler (restart, another worker): run it again with replay.
-                self.runner.start(
-                    skill,
-                    task_id=task_id,
-                    context_id=context_id,
-                    message=history[0] if history else follow_up,
-                    tenant=tenant,
-                    owner=call.owner,
-                    state=TaskState.WORKING,
-                    answers=[*history[1:], follow_up] if history else [],
-                    latest=follow_up,
-                )
         except BaseException:
             subscription.close()
             raise
-        return task_id, subscription, None
+        return task_id, subscription, seen, None
 
     async def _reply(self, skill: Skill, message: Message, context_id: str) -> Message:
         """Run a message skill inline: it answers directly and creates no task."""
@@ -322,6 +308,8 @@ class Dispatcher:
         except BaseException:
             subscription.close()
             raise
+        # A task already waiting for input is followed, not closed at once: a second observer
+        # subscribes to see it resume (the stream closes at the next closing state).
         return TaskStream(StreamResponse(task=snapshot), subscription, record.version)
 
     # -- push notification configs (not offered yet) -------------------------------------------
@@ -410,9 +398,17 @@ def _push_unsupported() -> PushNotificationNotSupportedError:
     return PushNotificationNotSupportedError("This agent does not support push notifications")
 
 
-async def _wait_until_settled(subscription: Subscription) -> None:
-    """Wait for the task to become terminal or interrupted (a blocking SendMessage)."""
-    async for _, event in subscription:
+async def _wait_until_settled(subscription: Subscription, after_version: int) -> None:
+    """Wait for the task to become terminal or interrupted after ``after_version`` (a
+    blocking SendMessage); an earlier turn's settling is not this one's. Returns early when
+    the subscription closes (the server is shutting down)."""
+    while True:
+        try:
+            item = await subscription.next(after_version)
+        except StopAsyncIteration:
+            return
+        assert item is not None  # no timeout was given
+        event = item[1]
         if isinstance(event, TaskStatusUpdateEvent) and ends_blocking_wait(event.status.state):
             return
 

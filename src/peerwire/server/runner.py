@@ -9,26 +9,27 @@ handler on cancel, and on shutdown lets handlers finish within a grace period.
 
 Every event goes through ``emit``: the store validates and appends it (state machine), then the
 bus publishes it at its new version.
+
+The runner uses asyncio's own task group, timeouts and cancellation rather than anyio's: per
+A2A task that is one task, one timer, no cancel scopes, which measured as a large share of a
+SendMessage on the in-memory store. Handlers may still use anyio freely (it runs on asyncio).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections import deque
 from typing import Any
 
-import anyio
-import anyio.abc
-
+from .._ids import new_id
 from ..errors import (
     IllegalTransitionError,
     ServerBusyError,
     TaskNotCancelableError,
     TaskNotFoundError,
 )
-from ..protocol import INTERRUPTED, TERMINAL
+from ..protocol import TERMINAL, Event
 from ..types import (
     Message,
     Part,
@@ -52,13 +53,22 @@ log = logging.getLogger("peerwire.runner")
 class _Live:
     """A handler that is running (or suspended in ``ask``) in this process."""
 
-    __slots__ = ("cancel_reason", "ctx", "done", "inbox", "scope", "skill", "waiter", "working")
+    __slots__ = (
+        "cancel_reason",
+        "ctx",
+        "deadline",
+        "inbox",
+        "skill",
+        "task",
+        "waiter",
+        "working",
+    )
 
     def __init__(self, ctx: TaskContext, skill: Skill) -> None:
         self.ctx = ctx
         self.skill = skill
-        self.scope = anyio.CancelScope()
-        self.done = anyio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.deadline: asyncio.Timeout | None = None
         self.inbox: deque[Message] = deque()
         self.waiter: asyncio.Future[Message] | None = None
         self.cancel_reason: TaskState | None = None
@@ -85,12 +95,15 @@ class Runner:
         self._live: dict[str, _Live] = {}
         self._working = 0
         self._accepting = False
-        self._group: anyio.abc.TaskGroup | None = None
+        self._group: asyncio.TaskGroup | None = None
+        # A store whose appends never yield to the loop cannot be interrupted between saving an
+        # event and publishing it; any other store gets that pair shielded from cancellation.
+        self._atomic_appends = bool(getattr(store, "appends_never_suspend", False))
 
     # -- lifetime -------------------------------------------------------------------------
 
     async def __aenter__(self) -> Runner:
-        self._group = anyio.create_task_group()
+        self._group = asyncio.TaskGroup()
         await self._group.__aenter__()
         self._accepting = True
         return self
@@ -116,18 +129,20 @@ class Runner:
         await self._drain()
 
     async def _drain(self) -> None:
-        with anyio.move_on_after(self.shutdown_grace):
-            # Polling, bounded by the grace period, once per shutdown: simpler than an event.
-            while any(live.working for live in self._live.values()):  # noqa: ASYNC110
-                await anyio.sleep(0.02)
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.shutdown_grace
+        # Polling, bounded by the grace period, once per shutdown: simpler than an event.
+        while any(live.working for live in self._live.values()) and loop.time() < give_up:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
         for live in list(self._live.values()):
             # Working handlers fail; one parked in ``ask`` leaves its task as it stands
             # (interrupted), to be answered after a restart (the replay rule).
             live.cancel_reason = TaskState.FAILED if live.working else live.ctx.state
-            live.scope.cancel()
-        with anyio.move_on_after(max(self.shutdown_grace, 1.0)):
-            while self._live:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
+            if live.task is not None:
+                live.task.cancel()
+        running = {live.task for live in self._live.values() if live.task is not None}
+        if running:
+            await asyncio.wait(running, timeout=max(self.shutdown_grace, 1.0))
 
     async def recover(self) -> None:
         """After a restart: fail (or re-run) tasks that were working when the process died."""
@@ -231,7 +246,7 @@ class Runner:
         live = _Live(ctx, skill)
         self._live[task_id] = live
         self._set_working(live, True)
-        self._group.start_soon(self._run, live)
+        live.task = self._group.create_task(self._run(live))
 
     def is_live(self, task_id: str) -> bool:
         return task_id in self._live
@@ -263,24 +278,69 @@ class Runner:
             return None
         return live.inbox.popleft()
 
+    async def continue_task(
+        self,
+        skill: Skill,
+        *,
+        task_id: str,
+        context_id: str,
+        follow_up: Message,
+        earlier: list[Message],
+        tenant: str,
+        owner: str,
+    ) -> None:
+        """A follow-up message on a non-terminal task: record it and get it to the handler.
+
+        ``earlier`` are the caller's previous messages on the task, oldest first. A busy handler
+        finds the message in its inbox at its next ``ask``; a suspended one resumes with it; if
+        no process holds the handler (a restart), it runs again with ``ask``'s replay rule.
+        """
+        if self.is_live(task_id) and not self.is_waiting(task_id):
+            await self.store.append(task_id, [follow_up])
+            self.deliver(task_id, follow_up)
+            return
+        self.check_capacity()
+        working = TaskStatusUpdateEvent(
+            task_id=task_id,
+            context_id=context_id,
+            status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
+        )
+        await self._append_and_publish(task_id, [follow_up, working], working)
+        if not self.deliver(task_id, follow_up):
+            first = earlier[0] if earlier else follow_up
+            self.start(
+                skill,
+                task_id=task_id,
+                context_id=context_id,
+                message=first,
+                tenant=tenant,
+                owner=owner,
+                state=TaskState.WORKING,
+                answers=[*earlier[1:], follow_up] if earlier else [],
+                latest=follow_up,
+            )
+
     async def wait_for_message(self, ctx: TaskContext) -> Message:
         """``ctx.ask`` waits here: off the working count and off the clock."""
         live = self._live[ctx.task_id]
         if live.inbox:
             return live.inbox.popleft()
-        live.waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        live.waiter = loop.create_future()
         self._set_working(live, False)
-        deadline = live.scope.deadline
-        remaining = deadline - anyio.current_time()
-        live.scope.deadline = math.inf
+        deadline = live.deadline
+        when = deadline.when() if deadline is not None else None
+        remaining = None if when is None else when - loop.time()
+        if deadline is not None:
+            deadline.reschedule(None)
         try:
             return await live.waiter
         finally:
             live.waiter = None
             if not live.working:
                 self._set_working(live, True)
-            if deadline != math.inf:
-                live.scope.deadline = anyio.current_time() + remaining
+            if deadline is not None and remaining is not None:
+                deadline.reschedule(loop.time() + remaining)
 
     def _set_working(self, live: _Live, working: bool) -> None:
         if live.working != working:
@@ -299,10 +359,10 @@ class Runner:
                 metadata={"taskId": task_id},
             )
         live = self._live.get(task_id)
-        if live is not None:
+        if live is not None and live.task is not None:
             live.cancel_reason = TaskState.CANCELED
-            live.scope.cancel()
-            await live.done.wait()
+            live.task.cancel()
+            await asyncio.wait({live.task})
             return
         try:
             await self._emit_status(task_id, context_id, TaskState.CANCELED, None)
@@ -314,8 +374,29 @@ class Runner:
     async def emit(
         self, ctx: TaskContext, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent
     ) -> None:
-        version = await self.store.append(ctx.task_id, [event])
-        await self.bus.publish(ctx.task_id, version, event)
+        await self._append_and_publish(ctx.task_id, [event], event)
+
+    async def _append_and_publish(
+        self,
+        task_id: str,
+        events: list[Event],
+        published: TaskStatusUpdateEvent | TaskArtifactUpdateEvent,
+    ) -> None:
+        """Store ``events`` and publish the last one, as one step a cancel cannot split."""
+        if self._atomic_appends:
+            version = await self.store.append(task_id, events)
+            await self.bus.publish(task_id, version, published)
+        else:
+            await asyncio.shield(self._store_then_publish(task_id, events, published))
+
+    async def _store_then_publish(
+        self,
+        task_id: str,
+        events: list[Event],
+        published: TaskStatusUpdateEvent | TaskArtifactUpdateEvent,
+    ) -> None:
+        version = await self.store.append(task_id, events)
+        await self.bus.publish(task_id, version, published)
 
     async def _emit_status(
         self, task_id: str, context_id: str, state: TaskState, text: str | None
@@ -323,7 +404,7 @@ class Runner:
         message = None
         if text is not None:
             message = Message(
-                message_id=_new_id(),
+                message_id=new_id(),
                 context_id=context_id,
                 task_id=task_id,
                 role=Role.AGENT,
@@ -334,22 +415,33 @@ class Runner:
             context_id=context_id,
             status=TaskStatus(state=state, message=message, timestamp=now_timestamp()),
         )
-        version = await self.store.append(task_id, [event])
-        await self.bus.publish(task_id, version, event)
+        await self._append_and_publish(task_id, [event], event)
 
     # -- running a handler ------------------------------------------------------------------
 
     async def _run(self, live: _Live) -> None:
         ctx, skill = live.ctx, live.skill
         timeout = self.agent.task_timeout
-        if timeout is not None:
-            live.scope.deadline = anyio.current_time() + timeout
         outcome: tuple[TaskState, str | None] | None = None
         try:
-            with live.scope:
-                outcome = await self._call(ctx, skill)
-            if live.scope.cancelled_caught:
-                outcome = await self._after_cancel(live, timeout)
+            try:
+                async with asyncio.timeout(timeout) as deadline:
+                    live.deadline = deadline
+                    outcome = await self._call(ctx, skill)
+            except TimeoutError:
+                if not deadline.expired():
+                    raise  # the handler's own TimeoutError: its failure, handled below
+                outcome = (
+                    TaskState.FAILED,
+                    f"the task did not finish within its time limit of {timeout:g} s",
+                )
+            except asyncio.CancelledError:
+                if live.cancel_reason is None:
+                    raise  # not ours to handle: the whole runner is being torn down
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+                outcome = await self._after_cancel(live)
         except Exception as exc:  # the handler's failure is its task's failure, not ours
             outcome = (TaskState.FAILED, _describe(exc))
             if not isinstance(exc, IllegalTransitionError):
@@ -357,14 +449,12 @@ class Runner:
         finally:
             self._set_working(live, False)
             del self._live[ctx.task_id]
-            try:
-                if outcome is not None and ctx.state not in TERMINAL:
-                    with anyio.CancelScope(shield=True):
-                        await self._emit_status(ctx.task_id, ctx.context_id, *outcome)
-            except (IllegalTransitionError, TaskNotFoundError):
-                log.debug("task %s: final state not recorded, it changed meanwhile", ctx.task_id)
-            finally:
-                live.done.set()
+        if outcome is None or ctx.state in TERMINAL:
+            return
+        try:
+            await self._emit_status(ctx.task_id, ctx.context_id, *outcome)
+        except (IllegalTransitionError, TaskNotFoundError):
+            log.debug("task %s: final state not recorded, it changed meanwhile", ctx.task_id)
 
     async def _call(self, ctx: TaskContext, skill: Skill) -> tuple[TaskState, str | None] | None:
         """Run the handler; what to record when it returns normally (None: nothing)."""
@@ -387,26 +477,19 @@ class Runner:
         await ctx.add_artifact(result, name="result", last_chunk=True)
         return (TaskState.COMPLETED, None)
 
-    async def _after_cancel(
-        self, live: _Live, timeout: float | None
-    ) -> tuple[TaskState, str | None] | None:
-        ctx = live.ctx
+    async def _after_cancel(self, live: _Live) -> tuple[TaskState, str | None] | None:
         if live.cancel_reason is TaskState.CANCELED:
             hook = live.skill.on_cancel
             if hook is not None:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await hook(ctx)
+                try:
+                    async with asyncio.timeout(5):
+                        await hook(live.ctx)
+                except Exception as exc:
+                    log.info("task %s: cancel hook raised %s", live.ctx.task_id, type(exc).__name__)
             return (TaskState.CANCELED, None)
         if live.cancel_reason is TaskState.FAILED:
             return (TaskState.FAILED, "the server shut down before the task finished")
-        if live.cancel_reason in INTERRUPTED:
-            return None  # parked in ask at shutdown: the task keeps waiting for its caller
-        if live.cancel_reason is None and timeout is not None:
-            return (
-                TaskState.FAILED,
-                f"the task did not finish within its time limit of {timeout:g} s",
-            )
-        return None
+        return None  # parked in ask at shutdown: the task keeps waiting for its caller
 
 
 def _argument(kind: str, ctx: TaskContext) -> Any:
@@ -430,9 +513,3 @@ def _leftover(ctx: TaskContext) -> tuple[TaskState, str | None] | None:
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip()
     return text or type(exc).__name__
-
-
-def _new_id() -> str:
-    from .._ids import new_id
-
-    return new_id()

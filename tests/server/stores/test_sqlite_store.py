@@ -333,7 +333,7 @@ def test_open_store_specs(tmp_path: Path) -> None:
     assert isinstance(open_store("memory"), MemoryTaskStore)
     store = open_store(f"sqlite:{tmp_path / 'x.db'}")
     assert isinstance(store, SQLiteTaskStore) and store.path == str(tmp_path / "x.db")
-    for bad in ("sqlite:", "postgres://x", "", "sqlite"):
+    for bad in ("sqlite:", "postgres:x", "", "sqlite"):  # postgres:// is a store (postgres.py)
         with pytest.raises(ValueError):
             open_store(bad)
     with pytest.raises(ValueError, match="sqlite"):

@@ -20,10 +20,11 @@ __all__ = [
 
 
 def open_store(spec: str, *, retain_finished: timedelta | None = None) -> TaskStore:
-    """A store from its command-line spec: ``memory`` or ``sqlite:PATH``.
+    """A store from its command-line spec: ``memory``, ``sqlite:PATH`` or
+    ``postgresql://USER@HOST:PORT/DB[?schema=NAME]`` (also ``postgres://``).
 
-    ``retain_finished`` deletes terminal tasks older than that (SQLite; the memory store
-    forgets everything on exit anyway). The store is returned unopened: its owner calls
+    ``retain_finished`` deletes terminal tasks older than that (SQLite, PostgreSQL; the memory
+    store forgets everything on exit anyway). The store is returned unopened: its owner calls
     ``open()`` (the app does, at startup).
     """
     if spec == "memory":
@@ -31,8 +32,14 @@ def open_store(spec: str, *, retain_finished: timedelta | None = None) -> TaskSt
             raise ValueError("retention applies to sqlite stores; 'memory' keeps nothing on exit")
         return MemoryTaskStore()
     kind, separator, location = spec.partition(":")
+    if kind in ("postgresql", "postgres") and location.startswith("//"):
+        from .postgres import PostgresTaskStore  # the "postgres" extra (asyncpg)
+
+        return PostgresTaskStore.from_url(spec, retain_finished=retain_finished)
     if kind == "sqlite" and separator:
         if not location:
             raise ValueError("sqlite: needs a file path, as in sqlite:./peerwire.db")
         return SQLiteTaskStore(location, retain_finished=retain_finished)
-    raise ValueError(f"unknown store {spec!r}: expected 'memory' or 'sqlite:PATH'")
+    raise ValueError(
+        f"unknown store {spec!r}: expected 'memory', 'sqlite:PATH' or 'postgresql://HOST/DB'"
+    )

@@ -7,9 +7,10 @@ its snapshot with ``TaskRecord.apply``, the same rule that accepted them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from ...protocol import Event, TaskRecord, sort_key
+from ...protocol import Event, TaskRecord, ends_blocking_wait, sort_key
 from ...types import (
     Message,
     Task,
@@ -21,9 +22,12 @@ from ...types import (
 )
 
 __all__ = [
+    "AppendPlan",
+    "copy_record",
     "decode_push_config",
     "encode_push_config",
     "event_body",
+    "plan_append",
     "record_from_rows",
     "snapshot_body",
     "status_key",
@@ -66,3 +70,76 @@ def encode_push_config(config: TaskPushNotificationConfig) -> bytes:
 
 def decode_push_config(body: bytes) -> TaskPushNotificationConfig:
     return decode(body, TaskPushNotificationConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendPlan:
+    """An append validated and turned into what to write (see ``plan_append``)."""
+
+    base: int
+    """The version the batch was validated against: the compare-and-swap's expected one."""
+    version: int
+    """The task's version once the batch is in."""
+    state: str
+    status_key: str
+    snapshot: bytes | None
+    """The whole task at ``version`` when it is rewritten now (absorbing the event rows)."""
+    rows: list[tuple[int, str, bytes]]
+    """``(version, kind, body)`` of each event row, when the snapshot is not rewritten."""
+    after: TaskRecord | None
+    """A copy of the record with the batch applied, when validating needed one."""
+
+
+def plan_append(
+    record: TaskRecord,
+    events: Sequence[Event],
+    *,
+    snapshot_version: int,
+    snapshot_every: int,
+) -> AppendPlan:
+    """Validate ``events`` against ``record`` (``TaskRecord.apply``) and plan their rows.
+
+    Raises ``IllegalTransitionError`` and changes nothing for a batch the state machine
+    refuses. The snapshot is rewritten when the task settles (terminal or interrupted) or
+    ``snapshot_every`` events after the last one; otherwise each event is a row of its own.
+    """
+    base = record.version
+    version = base + len(events)
+    last_status = next(
+        (e.status for e in reversed(events) if isinstance(e, TaskStatusUpdateEvent)), None
+    )
+    settles = last_status is not None and ends_blocking_wait(last_status.state)
+    rewrite = settles or version - snapshot_version >= snapshot_every
+    after = None
+    if rewrite or len(events) > 1:
+        # A batch is validated on a copy, so a bad event leaves nothing applied.
+        after = copy_record(record)
+        for event in events:
+            after.apply(event)
+    else:
+        record.check(events[0])
+    status = record.status if last_status is None else last_status
+    return AppendPlan(
+        base=base,
+        version=version,
+        state=status.state.value,
+        status_key=sort_key(status.timestamp),
+        snapshot=snapshot_body(after) if rewrite and after is not None else None,
+        rows=[]
+        if rewrite
+        else [(base + offset, *event_body(event)) for offset, event in enumerate(events, 1)],
+        after=after,
+    )
+
+
+def copy_record(record: TaskRecord) -> TaskRecord:
+    """An independent record at the same state (lists copied; their items are frozen)."""
+    return TaskRecord(
+        record.id,
+        record.context_id,
+        record.status,
+        history=list(record.history),
+        artifacts=list(record.artifacts),
+        metadata=record.metadata,
+        version=record.version,
+    )

@@ -1,11 +1,11 @@
 """The SQL of the relational task stores: schema, migrations and the ListTasks query.
 
-Written once for SQLite and, later, PostgreSQL: statements use ``?`` placeholders (``numbered``
-turns them into ``$1, $2, ...`` for asyncpg) and the DDL names its two dialect-specific column
-types as ``{blob}`` and ``{bigint}``. Row values (``(a, b) < (?, ?)``), ``ON CONFLICT`` and
-``DESC`` index columns mean the same in both. Ordering compares ``status_key`` and ``id`` as
-plain code-point strings (SQLite's BINARY collation); PostgreSQL must declare those two columns
-``COLLATE "C"`` to sort the same way.
+Written once for SQLite and PostgreSQL: statements use ``?`` placeholders (``numbered`` turns
+them into ``$1, $2, ...`` for asyncpg) and the DDL names its dialect-specific column types as
+``{blob}``, ``{bigint}`` and ``{sorted_text}``. Row values (``(a, b) < (?, ?)``), ``ON
+CONFLICT`` and ``DESC`` index columns mean the same in both. Ordering compares ``status_key``
+and ``id`` as plain code-point strings (SQLite's BINARY collation); PostgreSQL declares those
+two columns ``{sorted_text}`` = ``TEXT COLLATE "C"`` to sort the same way.
 
 Shape (one row per task, events since its last snapshot, push configs by task)::
 
@@ -56,12 +56,12 @@ __all__ = [
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         """CREATE TABLE tasks (
-            id TEXT PRIMARY KEY,
+            id {sorted_text} PRIMARY KEY,
             tenant TEXT NOT NULL,
             owner TEXT NOT NULL,
             context_id TEXT NOT NULL,
             state TEXT NOT NULL,
-            status_key TEXT NOT NULL,
+            status_key {sorted_text} NOT NULL,
             version {bigint} NOT NULL,
             snapshot {blob} NOT NULL,
             snapshot_version {bigint} NOT NULL
@@ -91,9 +91,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def ddl(statement: str, *, blob: str, bigint: str) -> str:
-    """A migration statement in one dialect (SQLite: BLOB/INTEGER; PostgreSQL: BYTEA/BIGINT)."""
-    return statement.format(blob=blob, bigint=bigint)
+def ddl(statement: str, *, blob: str, bigint: str, sorted_text: str = "TEXT") -> str:
+    """A migration statement in one dialect (SQLite: BLOB/INTEGER/TEXT; PostgreSQL:
+    BYTEA/BIGINT/``TEXT COLLATE "C"``, the collation that orders like SQLite's BINARY)."""
+    return statement.format(blob=blob, bigint=bigint, sorted_text=sorted_text)
 
 
 def numbered(sql: str) -> str:

@@ -24,6 +24,10 @@ class _Entry:
 class MemoryTaskStore:
     """Tasks in a dict. Appends fold in place; nothing is copied per event."""
 
+    # ``append`` never awaits anything that suspends: a cancel cannot land between storing an
+    # event and its publication (the runner skips shielding that pair for such stores).
+    appends_never_suspend = True
+
     def __init__(self) -> None:
         self._tasks: dict[str, _Entry] = {}
         self._push: dict[str, dict[str, TaskPushNotificationConfig]] = {}

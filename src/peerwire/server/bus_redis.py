@@ -1,0 +1,389 @@
+"""The Redis ``EventBus``: replicas and workers that share a store see each other's events.
+
+Each task has a Redis stream, ``{prefix}:task:{task_id}``. The event that moved the task to
+version ``v`` is the entry with id ``v-0`` whose field ``e`` holds the ProtoJSON
+``StreamResponse`` (what a client receives). Entry ids being versions makes the bus replay from
+a version natively: a subscriber whose snapshot is at version ``v`` reads from ``v-0`` on, so it
+gets every later event, in order, once, however late it starts reading.
+
+Where a subscription starts: ``subscribe`` only registers it; its first ``next(after_version)``
+(see ``bus.Subscription``) fixes the version it reads after. Callers pass the version of the
+snapshot they hold, so starting later than ``subscribe`` loses nothing.
+
+Reading: one reader task per bus (started by ``open``, stopped by ``close``) runs a blocking
+``XREAD`` over the streams of every started subscription, on a connection of its own, and
+hands each entry to the local subscriptions whose position is before it. A subscription
+starting (or starting further back) wakes the reader through a wake-up stream of this bus
+instance, so it is read at once rather than after the current ``block_seconds``.
+
+Publishing: one Lua script per event appends ``v-0`` with ``MAXLEN ~ max_stream_length`` and
+sets the stream's time to live: ``stream_ttl`` while the task runs, ``terminal_ttl`` after a
+terminal event. Redis here keeps nothing on disk; the task store is the source of truth and
+the streams only carry what happens next. Two processes writing one task at once can commit
+versions 5 and 6 but publish 6 first: 5 is then appended after 6 (``6-1``, its version in field
+``v``), late but not lost, and a retried publish is recognised and not added twice.
+
+Needs Redis 7 or later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from redis.typing import KeyT, StreamIdT
+
+from ..errors import InternalError
+from ..protocol import TERMINAL
+from ..types import (
+    StreamResponse,
+    TaskArtifactUpdateEvent,
+    TaskStatusUpdateEvent,
+    decode,
+    encode,
+)
+from ._url_options import pop_url_option
+from .bus import BusEvent, Subscription
+
+__all__ = ["RedisBus"]
+
+log = logging.getLogger("peerwire.bus.redis")
+
+EntryId = tuple[int, int]
+"""A stream entry id, ``(milliseconds part, sequence part)``: for our entries, ``(version, n)``."""
+_Entries = list[tuple[bytes, dict[bytes, bytes]]]
+_XReadReply = list[tuple[bytes, _Entries]] | None
+
+# KEYS[1]: the task's stream. ARGV: version, body, MAXLEN, time to live in ms.
+_PUBLISH = """
+local id = ARGV[1] .. '-0'
+local added = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], id, 'e', ARGV[2])
+if type(added) == 'table' and added.err then
+  -- The stream is past this version: a retry of this very publish, or a late event (another
+  -- process committed it before the stream's last one but published it after).
+  if #redis.call('XRANGE', KEYS[1], id, id) > 0 then return 0 end
+  local recent = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 64)
+  for _, entry in ipairs(recent) do
+    local fields = entry[2]
+    for i = 1, #fields, 2 do
+      if fields[i] == 'v' and fields[i + 1] == ARGV[1] then return 0 end
+    end
+  end
+  local info = redis.call('XINFO', 'STREAM', KEYS[1])
+  local last = '0-0'
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then last = info[i + 1] end
+  end
+  local ms = string.match(last, '^(%d+)-')
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], ms .. '-*', 'e', ARGV[2], 'v', ARGV[1])
+  return 2
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
+
+_RETRY_FIRST_S = 0.05
+_RETRY_MAX_S = 2.0
+_WAKE_TTL_MS = 3_600_000
+
+
+class _Followed:
+    """A task stream this process reads: where each started subscription is in it."""
+
+    __slots__ = ("cursors", "key", "unstarted")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.cursors: dict[Subscription, EntryId] = {}
+        self.unstarted: set[Subscription] = set()
+
+    def position(self) -> str:
+        """Where the next read starts: the least advanced subscription's position."""
+        ms, seq = min(self.cursors.values())
+        return f"{ms}-{seq}"
+
+
+class RedisBus:
+    """Task events through Redis streams, shared by every process using the same ``prefix``.
+
+    ``block_seconds`` is the longest one ``XREAD`` waits (a new subscription wakes it sooner);
+    ``read_count`` the most entries read per stream and round trip. Streams keep at most about
+    ``max_stream_length`` entries, which bounds how far behind a subscriber may start; they
+    expire ``stream_ttl`` seconds after their last event, or ``terminal_ttl`` seconds after the
+    task's terminal one. ``socket_timeout`` bounds every other Redis command.
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379",
+        *,
+        prefix: str = "peerwire",
+        block_seconds: float = 5.0,
+        read_count: int = 512,
+        max_stream_length: int = 10_000,
+        stream_ttl: float = 86_400.0,
+        terminal_ttl: float = 300.0,
+        socket_timeout: float = 10.0,
+    ) -> None:
+        if not prefix or any(c.isspace() for c in prefix):
+            raise ValueError(f"prefix must be a non-empty name without spaces, got {prefix!r}")
+        if block_seconds <= 0 or socket_timeout <= 0:
+            raise ValueError("block_seconds and socket_timeout must be positive")
+        if read_count < 1 or max_stream_length < 1:
+            raise ValueError("read_count and max_stream_length must be at least 1")
+        if stream_ttl <= 0 or terminal_ttl <= 0:
+            raise ValueError("stream_ttl and terminal_ttl must be positive")
+        self.url = url
+        self.prefix = prefix
+        self.block_seconds = block_seconds
+        self.read_count = read_count
+        self.max_stream_length = max_stream_length
+        self.stream_ttl = stream_ttl
+        self.terminal_ttl = terminal_ttl
+        self.socket_timeout = socket_timeout
+        self._client: Redis | None = None
+        self._reader: Redis | None = None
+        self._publish: Any = None  # redis-py's AsyncScript, typed loosely by redis-py
+        self._tasks: list[asyncio.Task[None]] = []
+        self._followed: dict[str, _Followed] = {}
+        self._wake_key = ""
+        self._wake_seen = "0-0"
+        self._wake_pending = False
+        self._wake_needed = asyncio.Event()
+        self._closed = False
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> RedisBus:
+        """A bus from ``redis://HOST:PORT[/DB][?prefix=NAME]`` (``prefix`` is peerwire's)."""
+        url, prefix = pop_url_option(url, "prefix")
+        if prefix is not None:
+            options["prefix"] = prefix
+        return cls(url, **options)
+
+    def stream_key(self, task_id: str) -> str:
+        """The Redis key of ``task_id``'s event stream."""
+        return f"{self.prefix}:task:{task_id}"
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect and start the reader. Fails (``OSError``) if Redis cannot be reached."""
+        if self._client is not None:
+            return
+        if self._closed:
+            raise RuntimeError("this RedisBus was closed; create a new one")
+        client = Redis.from_url(
+            self.url,
+            socket_timeout=self.socket_timeout,
+            socket_connect_timeout=self.socket_timeout,
+        )
+        # Its own connection: a blocking XREAD would hold a pooled one for block_seconds.
+        reader = Redis.from_url(
+            self.url,
+            single_connection_client=True,
+            socket_timeout=self.block_seconds + self.socket_timeout,
+            socket_connect_timeout=self.socket_timeout,
+        )
+        try:
+            await client.ping()
+            await reader.ping()
+        except (RedisError, OSError) as exc:
+            await client.aclose()
+            await reader.aclose()
+            raise OSError(f"cannot reach the Redis event bus at {_where(self.url)}: {exc}") from exc
+        self._client, self._reader = client, reader
+        self._publish = client.register_script(_PUBLISH)
+        self._wake_key = f"{self.prefix}:wake:{secrets.token_hex(8)}"
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._read_forever(reader), name="peerwire redis bus reader"),
+            loop.create_task(self._wake_forever(client), name="peerwire redis bus waker"),
+        ]
+
+    async def close(self) -> None:
+        """Stop the reader, close every subscription and the connections."""
+        self._closed = True
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for followed in list(self._followed.values()):
+            for subscription in [*followed.unstarted, *followed.cursors]:
+                subscription.close()
+        self._followed.clear()
+        client, reader = self._client, self._reader
+        self._client = self._reader = self._publish = None
+        if client is not None:
+            with contextlib.suppress(RedisError, OSError):
+                await client.delete(self._wake_key)
+            await client.aclose()
+        if reader is not None:
+            await reader.aclose()
+
+    async def __aenter__(self) -> RedisBus:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def followed_tasks(self) -> int:
+        """How many task streams this bus reads for its subscriptions."""
+        return len(self._followed)
+
+    # -- EventBus ---------------------------------------------------------------------------
+
+    def subscribe(self, task_id: str) -> Subscription:
+        if self._client is None:
+            raise RuntimeError("the RedisBus is not open (call open() first)")
+        key = self.stream_key(task_id)
+        subscription = Subscription(task_id, self._remove, self._start)
+        followed = self._followed.get(key)
+        if followed is None:
+            followed = self._followed[key] = _Followed(key)
+        followed.unstarted.add(subscription)
+        return subscription
+
+    async def publish(self, task_id: str, version: int, event: BusEvent) -> None:
+        if self._publish is None:
+            raise RuntimeError("the RedisBus is not open (call open() first)")
+        if version < 1:
+            raise ValueError(f"an event's version is at least 1, got {version}")
+        terminal = isinstance(event, TaskStatusUpdateEvent) and event.status.state in TERMINAL
+        ttl = self.terminal_ttl if terminal else self.stream_ttl
+        body = encode(_wrap(event))
+        try:
+            await self._publish(
+                keys=[self.stream_key(task_id)],
+                args=[version, body, self.max_stream_length, round(ttl * 1000)],
+            )
+        except (RedisError, OSError) as exc:
+            raise InternalError(
+                f"The event bus could not publish version {version} of task {task_id}: {exc}"
+            ) from exc
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    def _start(self, subscription: Subscription, after_version: int) -> None:
+        followed = self._followed.get(self.stream_key(subscription.task_id))
+        if self._closed or followed is None or subscription not in followed.unstarted:
+            subscription.close()
+            return
+        followed.unstarted.discard(subscription)
+        # Entry ids above ``after_version-0``: the events the caller's snapshot lacks.
+        followed.cursors[subscription] = (max(after_version, 0), 0)
+        if not self._wake_pending:
+            self._wake_pending = True
+            self._wake_needed.set()
+
+    def _remove(self, subscription: Subscription) -> None:
+        key = self.stream_key(subscription.task_id)
+        followed = self._followed.get(key)
+        if followed is None:
+            return
+        followed.unstarted.discard(subscription)
+        followed.cursors.pop(subscription, None)
+        if not followed.unstarted and not followed.cursors:
+            del self._followed[key]
+
+    # -- background tasks -------------------------------------------------------------------
+
+    async def _read_forever(self, reader: Redis) -> None:
+        block_ms = max(1, round(self.block_seconds * 1000))
+        delay = _RETRY_FIRST_S
+        failing = False
+        while True:
+            # Reset before the key set is taken: a subscription starting from here on wakes
+            # the XREAD below, even one whose wake-up reaches Redis before the XREAD does.
+            self._wake_pending = False
+            streams: dict[KeyT, StreamIdT] = {self._wake_key: self._wake_seen}
+            for key, followed in self._followed.items():
+                if followed.cursors:
+                    streams[key] = followed.position()
+            try:
+                # RESP2 (redis-py's default): [[key, [(id, {field: value})]]], or None.
+                reply = cast(
+                    _XReadReply,
+                    await reader.xread(streams, count=self.read_count, block=block_ms),
+                )
+            except (RedisError, OSError) as exc:
+                if not failing:
+                    log.warning("peerwire: reading the Redis event bus failed, retrying: %s", exc)
+                failing = True
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+                continue
+            if failing:
+                log.warning("peerwire: reading the Redis event bus works again")
+                failing, delay = False, _RETRY_FIRST_S
+            for raw_key, entries in reply or ():
+                key = raw_key.decode()
+                if key == self._wake_key:
+                    self._wake_seen = entries[-1][0].decode()
+                    continue
+                reading = self._followed.get(key)
+                if reading is not None:
+                    _deliver(reading, entries)
+
+    async def _wake_forever(self, client: Redis) -> None:
+        while True:
+            await self._wake_needed.wait()
+            self._wake_needed.clear()
+            try:
+                async with client.pipeline(transaction=False) as pipe:
+                    pipe.xadd(self._wake_key, {"w": b""}, maxlen=1, approximate=False)
+                    pipe.pexpire(self._wake_key, _WAKE_TTL_MS)
+                    await pipe.execute()
+            except (RedisError, OSError) as exc:
+                # Not lost: the reader includes the subscription after its current block.
+                log.debug("peerwire: waking the Redis bus reader failed: %s", exc)
+
+
+def _deliver(followed: _Followed, entries: _Entries) -> None:
+    for raw_id, fields in entries:
+        entry_id = _entry_id(raw_id)
+        item = _event(entry_id, fields)
+        for subscription, cursor in followed.cursors.items():
+            if entry_id > cursor:
+                followed.cursors[subscription] = entry_id
+                if item is not None:
+                    subscription.put(*item)
+
+
+def _entry_id(raw: bytes) -> EntryId:
+    ms, _, seq = raw.partition(b"-")
+    return int(ms), int(seq)
+
+
+def _event(entry_id: EntryId, fields: dict[bytes, bytes]) -> tuple[int, BusEvent] | None:
+    """The entry's ``(version, event)``; ``None`` (logged) for one no peerwire wrote."""
+    try:
+        event = decode(fields[b"e"], StreamResponse).payload
+        version = int(fields.get(b"v", entry_id[0]))
+    except Exception as exc:  # a foreign or corrupt entry must not stop the reader
+        log.warning("peerwire: skipped an unreadable event bus entry %s: %s", entry_id, exc)
+        return None
+    if not isinstance(event, TaskStatusUpdateEvent | TaskArtifactUpdateEvent):
+        log.warning("peerwire: skipped an event bus entry %s holding no task event", entry_id)
+        return None
+    return version, event
+
+
+def _wrap(event: BusEvent) -> StreamResponse:
+    if isinstance(event, TaskArtifactUpdateEvent):
+        return StreamResponse(artifact_update=event)
+    return StreamResponse(status_update=event)
+
+
+def _where(url: str) -> str:
+    """The URL's host and port, without any password it holds."""
+    parts = urlsplit(url)
+    return f"{parts.hostname or 'localhost'}:{parts.port or 6379}"

@@ -1,0 +1,620 @@
+"""The PostgreSQL ``TaskStore``: one database shared by every replica (and worker) of a service.
+
+Layout: the tables of ``_sql`` (shared with the SQLite store) in a schema of their own
+(``schema=``, default ``peerwire``), created and migrated by ``open()`` under an advisory lock
+(see ``_postgres_schema``), or ahead of a deploy by ``peerwire db upgrade``. A task is one row
+holding a ProtoJSON snapshot plus the event rows appended since; ``id`` and ``status_key`` sort
+by code point (``COLLATE "C"``), like SQLite's, and ListTasks has an index per tenant, owner and
+context.
+
+Writing: every event is validated by ``protocol.TaskRecord`` (``_rows.plan_append``), then
+written by one statement that is a compare-and-swap: the task row moves from the version the
+batch was validated against to the new one (``UPDATE ... WHERE id = $1 AND version = $2``) and,
+in the same statement and so the same transaction, the event rows go in. The snapshot is
+rewritten only when the task settles (terminal or interrupted) or every ``snapshot_every``
+events, and then absorbs the event rows. Validating needs the task's current record: this
+process keeps the records it last wrote or read (an LRU of ``cache_size``); when another
+process wrote since, the swap matches no row and the append locks the row (``SELECT ... FOR
+UPDATE``), reloads snapshot and events, validates again and writes, all in one transaction.
+Appends to one task from this process queue on an in-process lock instead of racing.
+
+Reading: ``load`` sends the cached version along; the row's own version decides in the same
+statement whether the snapshot and events come back (another process wrote) or not (the cache
+is current). ListTasks runs its count, page and event reads in one REPEATABLE READ transaction
+so they agree. Only committed writes reach the cache, so nothing handed out was rolled back.
+
+Connections: an asyncpg pool of ``min_size`` to ``max_size``. An operation that finds every
+connection busy for ``acquire_timeout`` seconds fails with ``ServerBusyError`` (retry later)
+rather than queueing without bound; a statement running longer than ``command_timeout`` fails
+with ``InternalError``, as does any database failure.
+
+Retention: with ``retain_finished``, terminal tasks older than that are deleted when the store
+opens and then at most every ``_SWEEP_INTERVAL_S``, piggybacked on task creation; replicas skip
+a sweep another one is running (a try-lock), so they do not repeat each other's work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+
+from ...errors import (
+    IllegalTransitionError,
+    InternalError,
+    ServerBusyError,
+    TaskNotFoundError,
+    VersionConflictError,
+)
+from ...protocol import Event, ListQuery, TaskRecord, sort_key
+from ...protocol.paging import encode_page_token
+from ...types import Task, TaskPushNotificationConfig, TaskState
+from .._url_options import pop_url_option
+from . import _sql
+from ._postgres_schema import check_current, check_schema_name, migrate, schema_version
+from ._rows import (
+    AppendPlan,
+    decode_push_config,
+    encode_push_config,
+    plan_append,
+    record_from_rows,
+    snapshot_body,
+    status_key,
+)
+from .base import StoredTaskInfo
+from .retention import retention_cutoff
+
+__all__ = ["PostgresTaskStore"]
+
+_SWEEP_INTERVAL_S = 600.0
+
+# The task row and, unless the row is at the caller's cached version ($2), its snapshot and
+# the events after it: one statement, so one MVCC snapshot, so they always fit together.
+_LOAD = """
+SELECT tenant, owner, version, snapshot_version,
+    CASE WHEN version = $2 THEN NULL ELSE snapshot END AS snapshot,
+    CASE WHEN version = $2 THEN NULL ELSE ARRAY(
+        SELECT kind FROM events e
+        WHERE e.task_id = t.id AND e.version > t.snapshot_version ORDER BY e.version
+    ) END AS kinds,
+    CASE WHEN version = $2 THEN NULL ELSE ARRAY(
+        SELECT body FROM events e
+        WHERE e.task_id = t.id AND e.version > t.snapshot_version ORDER BY e.version
+    ) END AS bodies
+FROM tasks t WHERE t.id = $1
+"""
+# Serialises writers of one task across processes; the reload follows as its own statement,
+# which (READ COMMITTED) sees everything committed before the lock was granted.
+_LOCK = "SELECT version FROM tasks WHERE id = $1 FOR UPDATE"
+# The compare-and-swap with its event rows (parameters: those of _sql.update_task, then the
+# rows' versions, kinds and bodies as arrays). Selects 1 if the swap happened, else 0.
+_APPEND_EVENTS = _sql.numbered(
+    f"WITH moved AS ({_sql.update_task(with_snapshot=False)} RETURNING id), "
+    "added AS (INSERT INTO events (task_id, version, kind, body) "
+    "SELECT moved.id, e.version, e.kind, e.body FROM moved, "
+    "unnest(?::bigint[], ?::text[], ?::bytea[]) AS e(version, kind, body) RETURNING 1) "
+    "SELECT count(*) FROM moved"
+)
+# The compare-and-swap rewriting the snapshot, which absorbs the event rows up to it.
+_APPEND_SNAPSHOT = _sql.numbered(
+    f"WITH moved AS ({_sql.update_task(with_snapshot=True)} RETURNING id), "
+    "absorbed AS (DELETE FROM events WHERE task_id IN (SELECT id FROM moved) AND version <= ?) "
+    "SELECT count(*) FROM moved"
+)
+_INSERT_TASK = _sql.numbered(_sql.INSERT_TASK)
+_SELECT_TASK_VERSION = _sql.numbered(_sql.SELECT_TASK_VERSION)
+_TASK_EXISTS = _sql.numbered(_sql.TASK_EXISTS)
+_SELECT_UNFINISHED = _sql.numbered(_sql.SELECT_UNFINISHED)
+_UPSERT_PUSH_CONFIG = _sql.numbered(_sql.UPSERT_PUSH_CONFIG)
+_GET_PUSH_CONFIG = _sql.numbered(_sql.GET_PUSH_CONFIG)
+_LIST_PUSH_CONFIGS = _sql.numbered(_sql.LIST_PUSH_CONFIGS)
+_DELETE_PUSH_CONFIG = _sql.numbered(_sql.DELETE_PUSH_CONFIG)
+_DELETE_TERMINAL_BEFORE = tuple(_sql.numbered(s) for s in _sql.delete_terminal_before())
+
+# What a database failure looks like from asyncpg: a server error, a driver error, a socket.
+_DB_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
+
+
+class _Entry:
+    """A task as this process last saw it committed, and who it belongs to."""
+
+    __slots__ = ("owner", "record", "snapshot_version", "tenant")
+
+    def __init__(self, record: TaskRecord, tenant: str, owner: str, snapshot_version: int) -> None:
+        self.record = record
+        self.tenant = tenant
+        self.owner = owner
+        self.snapshot_version = snapshot_version
+
+
+class PostgresTaskStore:
+    """Tasks, their events and push configs in PostgreSQL, shared by many processes.
+
+    ``dsn`` is a libpq-style URL (``postgresql://user@host:5432/db``). ``migrate=False`` makes
+    ``open()`` refuse a schema that is behind instead of upgrading it (for deployments that
+    run ``peerwire db upgrade`` as a step of their own).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "peerwire",
+        min_size: int = 1,
+        max_size: int = 10,
+        acquire_timeout: float = 10.0,
+        command_timeout: float = 30.0,
+        snapshot_every: int = 64,
+        cache_size: int = 1024,
+        retain_finished: timedelta | None = None,
+        migrate: bool = True,
+    ) -> None:
+        if not 0 <= min_size <= max_size or max_size < 1:
+            raise ValueError(f"need 0 <= min_size <= max_size, 1 <= max_size; got {min_size}")
+        if acquire_timeout <= 0 or command_timeout <= 0:
+            raise ValueError("acquire_timeout and command_timeout must be positive")
+        if snapshot_every < 1 or cache_size < 0:
+            raise ValueError("snapshot_every must be >= 1 and cache_size >= 0")
+        if retain_finished is not None and retain_finished <= timedelta(0):
+            raise ValueError(f"retain_finished must be positive, got {retain_finished}")
+        self.dsn = dsn
+        self.schema = check_schema_name(schema)
+        self.min_size = min_size
+        self.max_size = max_size
+        self.acquire_timeout = acquire_timeout
+        self.command_timeout = command_timeout
+        self.snapshot_every = snapshot_every
+        self.cache_size = cache_size
+        self.retain_finished = retain_finished
+        self.migrate = migrate
+        self._pool: Any = None
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._writing: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+        self._next_sweep = 0.0
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> PostgresTaskStore:
+        """A store from ``postgresql://...[?schema=NAME]`` (``schema`` is peerwire's option;
+        ``postgres://`` works too)."""
+        dsn, schema = pop_url_option(url, "schema")
+        if schema is not None:
+            options["schema"] = schema
+        return cls(dsn, **options)
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect the pool and bring the schema up to date (or check it: ``migrate=False``)."""
+        if self._pool is not None:
+            return
+        try:
+            pool = await asyncpg.create_pool(
+                self.dsn,
+                min_size=self.min_size,
+                max_size=self.max_size,
+                command_timeout=self.command_timeout,
+                server_settings=self._settings(),
+            )
+        except (*_DB_ERRORS, TimeoutError) as exc:
+            raise OSError(f"cannot open the PostgreSQL task store: {exc}") from exc
+        try:
+            async with pool.acquire(timeout=self.acquire_timeout) as connection:
+                if self.migrate:
+                    await migrate(connection, self.schema)
+                else:
+                    check_current(await schema_version(connection, self.schema), self.schema)
+        except _DB_ERRORS as exc:
+            await _close_pool(pool)
+            raise OSError(f"cannot prepare the PostgreSQL schema {self.schema!r}: {exc}") from exc
+        except BaseException:
+            await _close_pool(pool)
+            raise
+        self._pool = pool
+        await self._sweep_if_due()
+
+    async def upgrade(self) -> tuple[int, int]:
+        """Apply the migrations the schema lacks; ``(version found, version now)``.
+
+        Needs no ``open()``: it uses a connection of its own (``peerwire db upgrade``).
+        """
+        try:
+            connection = await asyncpg.connect(self.dsn, server_settings=self._settings())
+            try:
+                found = await migrate(connection, self.schema)
+            finally:
+                await connection.close()
+        except (*_DB_ERRORS, TimeoutError) as exc:
+            raise OSError(f"cannot upgrade the PostgreSQL schema {self.schema!r}: {exc}") from exc
+        return found, _sql.SCHEMA_VERSION
+
+    def _settings(self) -> dict[str, str]:
+        return {"search_path": self.schema, "application_name": "peerwire"}
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        self._cache.clear()
+        if pool is not None:
+            await _close_pool(pool)
+
+    @property
+    def cached_tasks(self) -> int:
+        """How many task records this process holds (at most ``cache_size``)."""
+        return len(self._cache)
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    async def create(self, record: TaskRecord, *, tenant: str, owner: str) -> None:
+        await self._sweep_if_due()
+        row = (
+            record.id,
+            tenant,
+            owner,
+            record.context_id,
+            record.state.value,
+            status_key(record),
+            record.version,
+            snapshot_body(record),
+            record.version,
+        )
+        async with self._connection() as connection:
+            inserted = await connection.execute(_INSERT_TASK, *row)
+            if _row_count(inserted) == 0:
+                actual = await connection.fetchval(_SELECT_TASK_VERSION, record.id)
+                raise VersionConflictError(
+                    record.id, expected=0, actual=None if actual is None else int(actual)
+                )
+        self._remember(_Entry(record, tenant, owner, record.version))
+
+    async def load(
+        self, task_id: str, *, tenant: str, owner: str | None = None
+    ) -> TaskRecord | None:
+        cached = self._cache.get(task_id)
+        async with self._connection() as connection:
+            entry = await self._read(connection, task_id, cached)
+        if entry is None or entry.tenant != tenant or (owner is not None and entry.owner != owner):
+            return None
+        return entry.record
+
+    async def append(
+        self, task_id: str, events: Sequence[Event], *, expected_version: int | None = None
+    ) -> int:
+        batch = tuple(events)
+        if not batch:
+            return await self._current_version(task_id, expected_version)
+        lock = self._writing.get(task_id)
+        if lock is None:
+            lock = self._writing[task_id] = asyncio.Lock()
+        async with lock:
+            try:
+                cached = self._cache.get(task_id)
+                if cached is not None and expected_version in (None, cached.record.version):
+                    plan = self._plan_or_none(cached, batch)
+                    if plan is not None and await self._swap(cached, plan, batch):
+                        return plan.version
+                return await self._append_locked(task_id, batch, expected_version)
+            except BaseException as exc:
+                if not isinstance(exc, IllegalTransitionError | VersionConflictError):
+                    # Cancelled or failed mid-write: the commit may or may not have happened.
+                    self._cache.pop(task_id, None)
+                raise
+
+    def _plan_or_none(self, entry: _Entry, batch: tuple[Event, ...]) -> AppendPlan | None:
+        try:
+            return self._plan(entry, batch)
+        except IllegalTransitionError:
+            return None  # the cache may be behind: the locked path decides against the row
+
+    def _plan(self, entry: _Entry, batch: tuple[Event, ...]) -> AppendPlan:
+        return plan_append(
+            entry.record,
+            batch,
+            snapshot_version=entry.snapshot_version,
+            snapshot_every=self.snapshot_every,
+        )
+
+    async def _swap(
+        self, entry: _Entry, plan: AppendPlan, batch: tuple[Event, ...], connection: Any = None
+    ) -> bool:
+        """Write ``plan`` if the row is still at ``plan.base``; keep the cache in step."""
+        if plan.snapshot is not None:
+            statement = _APPEND_SNAPSHOT
+            params: tuple[object, ...] = (
+                plan.version,
+                plan.state,
+                plan.status_key,
+                plan.snapshot,
+                plan.version,
+                entry.record.id,
+                plan.base,
+                plan.version,
+            )
+        else:
+            statement = _APPEND_EVENTS
+            params = (
+                plan.version,
+                plan.state,
+                plan.status_key,
+                entry.record.id,
+                plan.base,
+                [version for version, _, _ in plan.rows],
+                [kind for _, kind, _ in plan.rows],
+                [body for _, _, body in plan.rows],
+            )
+        if connection is not None:
+            swapped = await connection.fetchval(statement, *params)
+        else:
+            async with self._connection() as own:
+                swapped = await own.fetchval(statement, *params)
+        if not swapped:
+            self._cache.pop(entry.record.id, None)
+            return False
+        self._applied(entry, plan, batch)
+        return True
+
+    async def _append_locked(
+        self, task_id: str, batch: tuple[Event, ...], expected_version: int | None
+    ) -> int:
+        """The append with the task row locked: reload what another process wrote, then write."""
+        async with self._connection() as connection, connection.transaction():
+            actual = await connection.fetchval(_LOCK, task_id)
+            if actual is None:
+                raise _not_found(task_id)
+            if expected_version is not None and expected_version != actual:
+                raise VersionConflictError(task_id, expected=expected_version, actual=int(actual))
+            entry = await self._read(connection, task_id, self._cache.get(task_id))
+            if entry is None:  # deleted between the two statements: only retention does that
+                raise _not_found(task_id)
+            plan = self._plan(entry, batch)
+            if not await self._swap(entry, plan, batch, connection):
+                raise InternalError(f"task {task_id} changed while its row was locked")
+            return plan.version
+
+    async def _current_version(self, task_id: str, expected_version: int | None) -> int:
+        async with self._connection() as connection:
+            actual = await connection.fetchval(_SELECT_TASK_VERSION, task_id)
+        if actual is None:
+            raise _not_found(task_id)
+        if expected_version is not None and expected_version != actual:
+            raise VersionConflictError(task_id, expected=expected_version, actual=int(actual))
+        return int(actual)
+
+    async def _read(self, connection: Any, task_id: str, cached: _Entry | None) -> _Entry | None:
+        """The task's entry as committed: ``cached`` if the row is at its version, else read."""
+        known = -1 if cached is None else cached.record.version
+        row = await connection.fetchrow(_LOAD, task_id, known)
+        if row is None:
+            self._cache.pop(task_id, None)
+            return None
+        if row["snapshot"] is None:
+            assert cached is not None  # the row is at the cached version
+            self._touch(task_id, cached)
+            return cached
+        record = record_from_rows(
+            row["snapshot"], row["snapshot_version"], zip(row["kinds"], row["bodies"], strict=True)
+        )
+        entry = _Entry(record, row["tenant"], row["owner"], row["snapshot_version"])
+        self._remember(entry)
+        return entry
+
+    async def list_tasks(
+        self, query: ListQuery, *, tenant: str, owner: str | None
+    ) -> tuple[list[Task], str, int]:
+        statements = _sql.list_tasks(query, tenant=tenant, owner=owner)
+        async with (
+            self._connection() as connection,
+            connection.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            total = await connection.fetchval(
+                _sql.numbered(statements.count_sql), *statements.count_params
+            )
+            page = await connection.fetch(
+                _sql.numbered(statements.page_sql), *statements.page_params
+            )
+            more = len(page) > query.page_size
+            page = page[: query.page_size]
+            records = self._cached_records(page)
+            tails = await _event_tails(connection, [r for r in page if r["id"] not in records])
+        tasks = []
+        for row in page:
+            record = records.get(row["id"])
+            if record is None:
+                tail = tails.get(row["id"], [])
+                record = record_from_rows(row["snapshot"], row["snapshot_version"], tail)
+            tasks.append(
+                record.snapshot(
+                    history_length=query.history_length,
+                    include_artifacts=query.include_artifacts,
+                )
+            )
+        token = ""
+        if more and tasks:
+            last = tasks[-1]
+            token = encode_page_token(sort_key(last.status.timestamp), last.id)
+        return tasks, token, int(total)
+
+    def _cached_records(self, page: list[Any]) -> dict[str, TaskRecord]:
+        """The page's tasks this process holds at the version the page read."""
+        records = {}
+        for row in page:
+            entry = self._cache.get(row["id"])
+            if entry is not None and entry.record.version == row["version"]:
+                records[row["id"]] = entry.record
+        return records
+
+    async def unfinished(self) -> list[StoredTaskInfo]:
+        async with self._connection() as connection:
+            rows = await connection.fetch(_SELECT_UNFINISHED)
+        return [
+            StoredTaskInfo(task_id, context_id, tenant, owner, TaskState(state))
+            for task_id, context_id, tenant, owner, state in rows
+        ]
+
+    async def delete_terminal_before(self, status_key: str) -> int:
+        deleted = await self._delete_terminal_before(status_key, unless_busy=False)
+        return 0 if deleted is None else deleted
+
+    async def _delete_terminal_before(self, cutoff: str, *, unless_busy: bool) -> int | None:
+        """Delete, in one transaction; ``None`` if ``unless_busy`` and another process is."""
+        async with self._connection() as connection, connection.transaction():
+            if unless_busy and not await connection.fetchval(
+                "SELECT pg_try_advisory_xact_lock($1)", _sweep_lock_key(self.schema)
+            ):
+                return None
+            status = "DELETE 0"
+            for statement in _DELETE_TERMINAL_BEFORE:
+                status = await connection.execute(statement, cutoff)
+        for task_id, entry in list(self._cache.items()):
+            if entry.record.terminal and sort_key(entry.record.status.timestamp) < cutoff:
+                del self._cache[task_id]
+        return _row_count(status)  # the last statement removes the task rows
+
+    async def _sweep_if_due(self) -> None:
+        if self.retain_finished is None or self._pool is None:
+            return
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + _SWEEP_INTERVAL_S
+        await self._delete_terminal_before(retention_cutoff(self.retain_finished), unless_busy=True)
+
+    # -- push configs -----------------------------------------------------------------------
+
+    async def save_push_config(self, config: TaskPushNotificationConfig) -> None:
+        async with self._connection() as connection, connection.transaction():
+            if await connection.fetchval(_TASK_EXISTS, config.task_id) is None:
+                raise _not_found(config.task_id)
+            await connection.execute(
+                _UPSERT_PUSH_CONFIG,
+                config.task_id,
+                config.id,
+                config.task_id,
+                encode_push_config(config),
+            )
+
+    async def get_push_config(
+        self, task_id: str, config_id: str
+    ) -> TaskPushNotificationConfig | None:
+        async with self._connection() as connection:
+            body = await connection.fetchval(_GET_PUSH_CONFIG, task_id, config_id)
+        return None if body is None else decode_push_config(body)
+
+    async def list_push_configs(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        async with self._connection() as connection:
+            rows = await connection.fetch(_LIST_PUSH_CONFIGS, task_id)
+        return [decode_push_config(row[0]) for row in rows]
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        async with self._connection() as connection:
+            await connection.execute(_DELETE_PUSH_CONFIG, task_id, config_id)
+
+    # -- the cache --------------------------------------------------------------------------
+
+    def _applied(self, entry: _Entry, plan: AppendPlan, batch: tuple[Event, ...]) -> None:
+        """``plan`` (of ``batch``) has committed: bring ``entry`` to its version."""
+        if plan.after is not None:
+            entry.record = plan.after
+        else:
+            # One event, checked by plan_append, folded in place: no copy of the task per event.
+            entry.record.apply(batch[0])
+        if plan.snapshot is not None:
+            entry.snapshot_version = plan.version
+        self._remember(entry)
+
+    def _remember(self, entry: _Entry) -> None:
+        """Cache ``entry`` unless a newer record of its task is cached already."""
+        if self.cache_size == 0:
+            return
+        task_id = entry.record.id
+        current = self._cache.get(task_id)
+        if current is not None and current.record.version > entry.record.version:
+            return
+        self._cache[task_id] = entry
+        self._cache.move_to_end(task_id)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+
+    def _touch(self, task_id: str, entry: _Entry) -> None:
+        if self._cache.get(task_id) is entry:
+            self._cache.move_to_end(task_id)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        """A pooled connection; database failures become the protocol's typed errors."""
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError("the PostgreSQL task store is not open (call open() first)")
+        try:
+            connection = await pool.acquire(timeout=self.acquire_timeout)
+        except TimeoutError:
+            raise ServerBusyError(
+                f"All {self.max_size} task store connections stayed busy for "
+                f"{self.acquire_timeout:g} s; retry later"
+            ) from None
+        except _DB_ERRORS as exc:
+            raise _failure(exc) from exc
+        try:
+            yield connection
+        except TimeoutError as exc:  # asyncpg's command_timeout
+            raise InternalError(
+                f"The task store did not answer within {self.command_timeout:g} s"
+            ) from exc
+        except _DB_ERRORS as exc:
+            raise _failure(exc) from exc
+        finally:
+            await pool.release(connection)
+
+
+async def _event_tails(connection: Any, rows: list[Any]) -> dict[str, list[tuple[str, bytes]]]:
+    """The events after each task's snapshot, for those of ``rows`` (tasks) that have any."""
+    after = {
+        row["id"]: row["snapshot_version"]
+        for row in rows
+        if row["version"] > row["snapshot_version"]
+    }
+    tails: dict[str, list[tuple[str, bytes]]] = {}
+    if not after:
+        return tails
+    ids = list(after)
+    for task_id, version, kind, body in await connection.fetch(
+        _sql.numbered(_sql.select_events_of(len(ids))), *ids
+    ):
+        if version > after[task_id]:
+            tails.setdefault(task_id, []).append((kind, body))
+    return tails
+
+
+def _sweep_lock_key(schema: str) -> int:
+    digest = hashlib.blake2b(f"peerwire:sweep:{schema}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _row_count(status: str) -> int:
+    """The row count of a command status such as ``INSERT 0 1`` or ``DELETE 3``."""
+    return int(status.rsplit(" ", 1)[-1])
+
+
+async def _close_pool(pool: Any) -> None:
+    try:
+        await asyncio.wait_for(pool.close(), timeout=10.0)
+    except (TimeoutError, *_DB_ERRORS):
+        pool.terminate()
+
+
+def _not_found(task_id: str) -> TaskNotFoundError:
+    return TaskNotFoundError(f"Task {task_id} was not found", metadata={"taskId": task_id})
+
+
+def _failure(exc: BaseException) -> InternalError:
+    return InternalError(f"The task store failed: {exc}")
