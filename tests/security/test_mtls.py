@@ -151,6 +151,13 @@ def test_the_asgi_tls_extension_carries_the_chain() -> None:
     assert RequestCredentials.from_asgi({"headers": []}).peer_certificate is None
 
 
+async def test_an_unreadable_chain_in_the_scope_is_refused_not_a_crash() -> None:
+    scope = {"headers": [], "extensions": {"tls": {"client_cert_chain": ["garbage"]}}}
+    credentials = RequestCredentials.from_asgi(scope)
+    with pytest.raises(AuthenticationError, match="cannot be parsed"):
+        await MTLSVerifier([ROOT.pem]).verify("mtls", SCHEME, credentials)
+
+
 def test_grpc_metadata_skips_binary_values() -> None:
     credentials = RequestCredentials.from_headers(
         [("authorization", "Bearer t"), ("trace-bin", b"\x00\x01")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 # Importing a command module registers its command on the app.
 from . import cancel as _cancel  # noqa: F401
 from . import card as _card  # noqa: F401
+from . import db as _db  # noqa: F401
 from . import demo as _demo  # noqa: F401
 from . import get as _get  # noqa: F401
 from . import list_ as _list  # noqa: F401

@@ -106,7 +106,11 @@ class RequestCredentials:
         """From an ASGI HTTP scope (headers, query string, TLS extension)."""
         tls = (scope.get("extensions") or {}).get("tls") or {}
         chain = tls.get("client_cert_chain") or ()
-        certificate = PeerCertificate.from_pem_chain(list(chain)) if chain else None
+        try:
+            certificate = PeerCertificate.from_pem_chain(list(chain)) if chain else None
+        except ValueError:
+            # Unreadable: kept as an empty certificate, which an mTLS verifier refuses.
+            certificate = PeerCertificate(der=b"")
         return cls.from_headers(
             scope.get("headers", ()),
             query_string=scope.get("query_string", b""),

@@ -12,7 +12,8 @@ believed before the signature is:
    ``aud`` naming one of the expected audiences; a subject to identify the caller.
 
 Every refusal raises ``AuthenticationError`` whose message says which rule failed, in words
-safe to show the caller (no token content, no key material).
+safe to show the caller (no token content, no key material); keys that cannot be fetched
+raise ``ServerBusyError`` (temporary, the caller is not at fault).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from joserfc import jws
 from joserfc.errors import BadSignatureError, JoseError
 from joserfc.jwk import Key
 
-from ..errors import AuthenticationError
+from ..errors import AuthenticationError, ServerBusyError
 from ._fetch import FetchError
 from .keys import (
     ASYMMETRIC_ALGORITHMS,
@@ -141,8 +142,9 @@ class JWTValidator:
             return await self.jwks.keys(refresh=refresh)
         except FetchError as exc:
             log.warning("peerwire: cannot check tokens, the issuer's keys are unavailable: %s", exc)
-            raise AuthenticationError(
-                "The token cannot be checked now: the issuer's keys are unavailable"
+            # Not the caller's fault, and temporary: not a 401 (facts §7.3, "System").
+            raise ServerBusyError(
+                "The token cannot be checked now: the issuer's keys are unavailable; retry later"
             ) from None
 
     # -- the claims -----------------------------------------------------------------------

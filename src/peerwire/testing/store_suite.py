@@ -21,20 +21,23 @@ fails with an ordinary assertion that says which rule of the interface was broke
 The rules covered: creating and loading, appending (one event or an all-or-nothing batch,
 validated by the task state machine, one version per event), history and chunked artifacts,
 compare-and-swap versions under concurrency, ListTasks filters/ordering/paging, scoping by
-tenant and owner, restart recovery (``unfinished``), retention and push-config storage.
+tenant and owner, restart recovery (``unfinished``), retention, push-config storage and the
+push outbox (rows written with the events, claimed in order one per config, leased, retried,
+failed, delivered, dropped with their config).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from typing import Any
 
 import pytest
 
 from ..errors import IllegalTransitionError, TaskNotFoundError, VersionConflictError
 from ..protocol import ListQuery, TaskRecord, list_query, sort_key
-from ..server.stores.base import TaskStore
+from ..server.stores.base import OutboxRow, TaskStore
 from ..types import (
     Artifact,
     AuthenticationInfo,
@@ -42,12 +45,14 @@ from ..types import (
     Message,
     Part,
     Role,
+    StreamResponse,
     Task,
     TaskArtifactUpdateEvent,
     TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
+    decode,
 )
 
 __all__ = ["StoreSuite", "artifact_event", "message", "new_record", "status_event", "timestamp"]
@@ -585,3 +590,196 @@ class StoreSuite:
         # A config may be added to a finished task too (facts §2.3 (7)).
         await store.save_push_config(_push(record.id, "c2"))
         assert len(await store.list_push_configs(record.id)) == 2
+
+    # -- the push outbox ---------------------------------------------------------------------------
+
+    async def _pushed_task(self, store: TaskStore, *config_ids: str) -> TaskRecord:
+        """A working task (version 2) with ``config_ids`` registered: no rows yet."""
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.append(record.id, [status_event(record, S.WORKING, at=1)])
+        for config_id in config_ids:
+            await store.save_push_config(_push(record.id, config_id))
+        return record
+
+    async def test_no_outbox_rows_without_push_configs(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.append(record.id, [status_event(record, S.WORKING, at=1)])
+        await store.append(record.id, [status_event(record, S.COMPLETED, at=2)])
+        assert await store.outbox(record.id) == []
+        assert await store.claim_due(_later(), limit=10, lease=30) == []
+
+    async def test_each_pushed_event_is_a_row_per_config(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.save_push_config(_push(record.id, "c1"))
+        await store.save_push_config(_push(record.id, "c2"))
+        started = status_event(record, S.WORKING, at=1)
+        chunk = artifact_event(record, "a", "x")
+        question = status_event(record, S.INPUT_REQUIRED, at=2, text="Which?")
+        answer = message("this", task_id=record.id, context_id=record.context_id)
+        resumed = status_event(record, S.WORKING, at=3)
+        for events in ([started], [chunk], [question], [answer, resumed]):
+            await store.append(record.id, events)  # the caller's own message is not pushed
+        rows = await store.outbox(record.id)
+        assert [(r.seq, r.config_id) for r in rows] == [
+            (seq, config) for seq in (2, 3, 4, 6) for config in ("c1", "c2")
+        ]
+        assert len({r.id for r in rows}) == 8, "every row has an id of its own"
+        assert all(r.state == "pending" and r.attempts == 0 and r.last_error == "" for r in rows)
+        assert all(r.task_id == record.id for r in rows)
+        bodies = [decode(r.body, StreamResponse) for r in rows[::2]]
+        assert bodies == [
+            StreamResponse(status_update=started),
+            StreamResponse(artifact_update=chunk),
+            StreamResponse(status_update=question),
+            StreamResponse(status_update=resumed),
+        ]
+        assert rows[0].body == rows[1].body
+
+    async def test_rows_are_written_with_a_settling_event(self, store: TaskStore) -> None:
+        record = await self._pushed_task(store)  # no config yet: nothing queued
+        await store.save_push_config(_push(record.id, "late"))
+        done = status_event(record, S.COMPLETED, at=3, text="done")
+        await store.append(record.id, [artifact_event(record, "a", "x"), done])
+        rows = await store.outbox(record.id)
+        assert [(r.seq, r.config_id) for r in rows] == [(3, "late"), (4, "late")]
+        assert decode(rows[1].body, StreamResponse) == StreamResponse(status_update=done)
+
+    async def test_claims_take_each_configs_earliest_row_only(self, store: TaskStore) -> None:
+        record = await self._pushed_task(store, "c1", "c2")
+        for i in range(3):
+            await store.append(record.id, [artifact_event(record, f"a{i}", str(i))])
+        now = _later()
+        first = await store.claim_due(now, limit=10, lease=30)
+        assert sorted((r.config_id, r.seq) for r in first) == [("c1", 3), ("c2", 3)]
+        assert all(r.attempts == 1 for r in first)
+        # Claimed rows are leased: nothing of those configs is due while they are in flight.
+        assert await store.claim_due(now, limit=10, lease=30) == []
+        by_config = {r.config_id: r for r in first}
+        await store.mark_delivered(by_config["c1"].id)
+        again = await store.claim_due(now, limit=10, lease=30)
+        assert [(r.config_id, r.seq) for r in again] == [("c1", 4)]
+
+    async def test_claims_respect_the_limit_oldest_first(self, store: TaskStore) -> None:
+        older = await self._pushed_task(store, "c")
+        newer = await self._pushed_task(store, "c")
+        await store.append(older.id, [artifact_event(older, "a", "x")])
+        await store.append(newer.id, [artifact_event(newer, "a", "x")])
+        [claimed] = await store.claim_due(_later(), limit=1, lease=30)
+        assert claimed.task_id == older.id
+        [claimed] = await store.claim_due(_later(), limit=1, lease=30)
+        assert claimed.task_id == newer.id
+
+    async def test_a_lapsed_lease_makes_the_row_due_again(self, store: TaskStore) -> None:
+        record = await self._pushed_task(store, "c")
+        await store.append(record.id, [artifact_event(record, "a", "x")])
+        now = _later()
+        [claimed] = await store.claim_due(now, limit=5, lease=10)
+        assert await store.claim_due(now + 9, limit=5, lease=10) == []
+        [again] = await store.claim_due(now + 11, limit=5, lease=10)
+        assert (again.id, again.attempts) == (claimed.id, 2)
+
+    async def test_a_retry_waits_and_keeps_later_rows_waiting(self, store: TaskStore) -> None:
+        record = await self._pushed_task(store, "c")
+        await store.append(record.id, [artifact_event(record, "a", "x")])
+        await store.append(record.id, [artifact_event(record, "b", "y")])
+        now = _later()
+        [claimed] = await store.claim_due(now, limit=5, lease=1)
+        await store.mark_retry(claimed.id, now + 60, "HTTP 503")
+        assert await store.claim_due(now + 30, limit=5, lease=1) == []
+        [again] = await store.claim_due(now + 61, limit=5, lease=1)
+        assert (again.id, again.attempts, again.last_error) == (claimed.id, 2, "HTTP 503")
+
+    async def test_a_failed_row_keeps_its_reason_and_lets_the_next_go(
+        self, store: TaskStore
+    ) -> None:
+        record = await self._pushed_task(store, "c")
+        await store.append(record.id, [artifact_event(record, "a", "x")])
+        await store.append(record.id, [artifact_event(record, "b", "y")])
+        now = _later()
+        [claimed] = await store.claim_due(now, limit=5, lease=30)
+        await store.mark_failed(claimed.id, "gave up after 1 attempt: HTTP 500")
+        [following] = await store.claim_due(now, limit=5, lease=30)
+        assert following.seq == claimed.seq + 1
+        failed = _row(await store.outbox(record.id), claimed.id)
+        assert (failed.state, failed.last_error) == ("failed", "gave up after 1 attempt: HTTP 500")
+        assert failed.body == claimed.body, "a failed row keeps what it would have sent"
+
+    async def test_a_delivered_row_is_never_claimed_again(self, store: TaskStore) -> None:
+        record = await self._pushed_task(store, "c")
+        await store.append(record.id, [artifact_event(record, "a", "x")])
+        now = _later()
+        [claimed] = await store.claim_due(now, limit=5, lease=1)
+        await store.mark_delivered(claimed.id)
+        # Outcomes arriving late (a lapsed lease, a second worker) change nothing now.
+        await store.mark_retry(claimed.id, now, "late")
+        await store.mark_failed(claimed.id, "late")
+        assert await store.claim_due(now + 3600, limit=5, lease=1) == []
+        delivered = _row(await store.outbox(record.id), claimed.id)
+        assert (delivered.state, delivered.attempts, delivered.last_error) == ("delivered", 1, "")
+        assert delivered.body == b""
+
+    async def test_outcomes_of_unknown_rows_are_ignored(self, store: TaskStore) -> None:
+        await store.mark_delivered("no-such-row")
+        await store.mark_retry("no-such-row", _later(), "x")
+        await store.mark_failed("no-such-row", "x")
+
+    async def test_deleting_a_config_drops_its_pending_rows(self, store: TaskStore) -> None:
+        record = await self._pushed_task(store, "gone", "kept")
+        await store.append(record.id, [artifact_event(record, "a", "x")])
+        now = _later()
+        claimed = await store.claim_due(now, limit=5, lease=30)
+        delivered = next(r for r in claimed if r.config_id == "gone")
+        await store.mark_delivered(delivered.id)
+        await store.append(record.id, [artifact_event(record, "b", "y")])
+        await store.delete_push_config(record.id, "gone")
+        await store.append(record.id, [artifact_event(record, "c", "z")])
+        rows = await store.outbox(record.id)
+        assert [(r.config_id, r.seq, r.state) for r in rows if r.config_id == "gone"] == [
+            ("gone", 3, "delivered")
+        ]
+        assert [r.seq for r in rows if r.config_id == "kept"] == [3, 4, 5]
+        due = await store.claim_due(now + 60, limit=5, lease=30)
+        assert [(r.config_id, r.seq) for r in due] == [("kept", 3)]
+
+    async def test_the_listener_hears_of_new_rows(self, store: TaskStore) -> None:
+        calls: list[int] = []
+        store.on_outbox(lambda: calls.append(1))
+        try:
+            quiet = new_record()
+            await store.create(quiet, tenant="", owner="")
+            await store.append(quiet.id, [status_event(quiet, S.WORKING, at=1)])
+            assert calls == [], "a task without push configs queues nothing"
+            record = await self._pushed_task(store, "c")
+            await store.append(record.id, [artifact_event(record, "a", "x")])
+            assert calls, "an append that queued rows tells the listener"
+            calls.clear()
+            await store.append(
+                record.id, [message("hi", task_id=record.id, context_id=record.context_id)]
+            )
+            assert calls == [], "an append of nothing pushed queues nothing"
+        finally:
+            store.on_outbox(None)
+        await store.append(record.id, [artifact_event(record, "b", "y")])
+        assert calls == []
+
+    async def test_retention_removes_outbox_rows(self, store: TaskStore) -> None:
+        record = await self._pushed_task(store, "c")
+        await store.append(record.id, [status_event(record, S.COMPLETED, at=10)])
+        assert len(await store.outbox(record.id)) == 1
+        assert await store.delete_terminal_before(sort_key(timestamp(20))) == 1
+        assert await store.outbox(record.id) == []
+        assert await store.claim_due(_later(), limit=5, lease=30) == []
+
+
+def _later() -> float:
+    """A claim time after every row a test has written so far."""
+    return time.time() + 1.0
+
+
+def _row(rows: list[OutboxRow], row_id: str) -> OutboxRow:
+    found = [row for row in rows if row.id == row_id]
+    assert len(found) == 1, f"outbox row {row_id} should be listed once"
+    return found[0]

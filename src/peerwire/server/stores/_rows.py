@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...protocol import Event, TaskRecord, ends_blocking_wait, sort_key
 from ...types import (
@@ -20,17 +21,26 @@ from ...types import (
     decode,
     encode,
 )
+from .base import OutboxRow
 
 __all__ = [
+    "PUSH_SUFFIX",
     "AppendPlan",
     "copy_record",
+    "decode_outbox_row",
     "decode_push_config",
     "encode_push_config",
     "event_body",
+    "from_ms",
+    "outbox_row_id",
+    "outbox_row_id_sql",
     "plan_append",
+    "push_body",
+    "push_prefix",
     "record_from_rows",
     "snapshot_body",
     "status_key",
+    "to_ms",
 ]
 
 _KIND_OF: dict[type[Event], str] = {
@@ -44,6 +54,61 @@ _TYPE_OF: dict[str, type[Event]] = {kind: type_ for type_, kind in _KIND_OF.item
 def event_body(event: Event) -> tuple[str, bytes]:
     """``(kind, body)`` of an event row."""
     return _KIND_OF[type(event)], encode(event)
+
+
+# How each pushed kind of event is wrapped into the StreamResponse it travels in: the member
+# named after it. The caller's own messages ("message" rows) are not pushed back to them.
+_PUSH_PREFIX = {"status": b'{"statusUpdate":', "artifact": b'{"artifactUpdate":'}
+PUSH_SUFFIX = b"}"
+
+
+def push_prefix(kind: str) -> bytes | None:
+    """What goes before an event row's body to make its ``StreamResponse`` (``PUSH_SUFFIX``
+    goes after), or ``None`` for an event that is not pushed."""
+    return _PUSH_PREFIX.get(kind)
+
+
+def push_body(kind: str, body: bytes) -> bytes | None:
+    """The ProtoJSON ``StreamResponse`` a pushed event is sent as, from its event row's
+    ``(kind, body)`` (a wrapper around the same bytes: nothing is encoded twice), or ``None``
+    for an event that is not pushed."""
+    prefix = _PUSH_PREFIX.get(kind)
+    return None if prefix is None else prefix + body + PUSH_SUFFIX
+
+
+def outbox_row_id(task_id: str, config_id: str, seq: int) -> str:
+    """An outbox row's id: the same for every attempt, so receivers can deduplicate by it."""
+    return f"{task_id}/{config_id}/{seq}"
+
+
+def outbox_row_id_sql(task_id: str, config_id: str, seq: str) -> str:
+    """``outbox_row_id`` as a SQL expression over the three given SQL expressions."""
+    return f"{task_id} || '/' || {config_id} || '/' || {seq}"
+
+
+def decode_outbox_row(values: Sequence[Any]) -> OutboxRow:
+    """An ``OutboxRow`` from the ``_sql.OUTBOX_COLUMNS`` of a table row."""
+    row_id, task_id, config_id, seq, body, attempts, next_attempt_at, state, last_error = values
+    return OutboxRow(
+        id=row_id,
+        task_id=task_id,
+        config_id=config_id,
+        seq=int(seq),
+        body=bytes(body),
+        attempts=int(attempts),
+        next_attempt_at=from_ms(int(next_attempt_at)),
+        state=state,
+        last_error=last_error,
+    )
+
+
+def to_ms(seconds: float) -> int:
+    """Seconds since the epoch as the integer milliseconds the outbox columns hold."""
+    return round(seconds * 1000)
+
+
+def from_ms(milliseconds: int) -> float:
+    return milliseconds / 1000
 
 
 def snapshot_body(record: TaskRecord) -> bytes:

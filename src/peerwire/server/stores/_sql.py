@@ -7,17 +7,23 @@ CONFLICT`` and ``DESC`` index columns mean the same in both. Ordering compares `
 and ``id`` as plain code-point strings (SQLite's BINARY collation); PostgreSQL declares those
 two columns ``{sorted_text}`` = ``TEXT COLLATE "C"`` to sort the same way.
 
-Shape (one row per task, events since its last snapshot, push configs by task)::
+Shape (one row per task, events since its last snapshot, push configs by task, the push
+outbox)::
 
     tasks(id PK, tenant, owner, context_id, state, status_key, version,
           snapshot, snapshot_version)
     events(task_id, version, kind, body)          PK (task_id, version)
     push_configs(task_id, id, seq, body)          PK (task_id, id)
+    push_outbox(id PK, task_id, config_id, seq, body, attempts, next_attempt_at, state,
+                last_error, created_at)           (schema version 2)
     schema_version(version)
 
 ``snapshot`` is the ProtoJSON ``Task`` folded up to ``snapshot_version``; the task is that
 snapshot plus its ``events`` rows above that version. ``status_key`` is
-``protocol.sort_key(status.timestamp)``, the order ListTasks uses.
+``protocol.sort_key(status.timestamp)``, the order ListTasks uses. An outbox row is one
+notification (a pushed event for one config): ``seq`` is the event's version, ``body`` the
+ProtoJSON ``StreamResponse``, times are integer milliseconds since the epoch (``_rows.to_ms``)
+and ``state`` is ``pending``, ``delivered`` or ``failed``.
 """
 
 from __future__ import annotations
@@ -28,15 +34,26 @@ from dataclasses import dataclass
 from ...protocol import TERMINAL, ListQuery
 
 __all__ = [
+    "CLAIM_OUTBOX",
     "DELETE_EVENTS",
+    "DELETE_PENDING_OUTBOX",
     "DELETE_PUSH_CONFIG",
     "GET_PUSH_CONFIG",
     "INSERT_EVENT",
+    "INSERT_OUTBOX",
     "INSERT_TASK",
     "LIST_PUSH_CONFIGS",
+    "MARK_OUTBOX_DELIVERED",
+    "MARK_OUTBOX_FAILED",
+    "MARK_OUTBOX_RETRY",
     "MIGRATIONS",
+    "OUTBOX_COLUMNS",
     "SCHEMA_VERSION",
+    "SELECT_DUE_OUTBOX",
     "SELECT_EVENTS",
+    "SELECT_OUTBOX",
+    "SELECT_OUTBOX_ROW",
+    "SELECT_PUSH_CONFIG_IDS",
     "SELECT_TASK",
     "SELECT_TASK_VERSION",
     "SELECT_UNFINISHED",
@@ -87,6 +104,24 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (task_id, id)
         )""",
     ),
+    (
+        """CREATE TABLE push_outbox (
+            id TEXT PRIMARY KEY,
+            task_id TEXT NOT NULL,
+            config_id TEXT NOT NULL,
+            seq {bigint} NOT NULL,
+            body {blob} NOT NULL,
+            attempts INTEGER NOT NULL,
+            next_attempt_at {bigint} NOT NULL,
+            state TEXT NOT NULL,
+            last_error TEXT NOT NULL,
+            created_at {bigint} NOT NULL
+        )""",
+        # Claiming scans pending rows only: delivered ones pile up, they must not slow it.
+        "CREATE INDEX push_outbox_due ON push_outbox (next_attempt_at) WHERE state = 'pending'",
+        # A config's rows in order: its head pending row, its rows on deletion, inspection.
+        "CREATE INDEX push_outbox_by_config ON push_outbox (task_id, config_id, seq)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -131,6 +166,49 @@ UPSERT_PUSH_CONFIG = (
 GET_PUSH_CONFIG = "SELECT body FROM push_configs WHERE task_id = ? AND id = ?"
 LIST_PUSH_CONFIGS = "SELECT body FROM push_configs WHERE task_id = ? ORDER BY seq"
 DELETE_PUSH_CONFIG = "DELETE FROM push_configs WHERE task_id = ? AND id = ?"
+SELECT_PUSH_CONFIG_IDS = "SELECT id FROM push_configs WHERE task_id = ? ORDER BY seq"
+
+OUTBOX_COLUMNS = "id, task_id, config_id, seq, body, attempts, next_attempt_at, state, last_error"
+# Parameters: id, task_id, config_id, seq, body, next_attempt_at, created_at.
+INSERT_OUTBOX = (
+    "INSERT INTO push_outbox (id, task_id, config_id, seq, body, attempts, next_attempt_at, "
+    "state, last_error, created_at) VALUES (?, ?, ?, ?, ?, 0, ?, 'pending', '', ?)"
+)
+# Due rows, oldest first, each the lowest-seq pending row of its (task, config): a config's
+# later rows wait while an earlier one is in flight or backing off, which keeps them in order.
+# Parameters: now, limit.
+SELECT_DUE_OUTBOX = (
+    "SELECT o.id FROM push_outbox o WHERE o.state = 'pending' AND o.next_attempt_at <= ? "
+    "AND NOT EXISTS (SELECT 1 FROM push_outbox p WHERE p.task_id = o.task_id "
+    "AND p.config_id = o.config_id AND p.state = 'pending' AND p.seq < o.seq) "
+    "ORDER BY o.created_at, o.task_id, o.seq, o.config_id LIMIT ?"
+)
+# Parameters: lease end, id.
+CLAIM_OUTBOX = (
+    "UPDATE push_outbox SET attempts = attempts + 1, next_attempt_at = ? "
+    "WHERE id = ? AND state = 'pending'"
+)
+# A delivered row keeps its record (state, attempts) but not its body: nothing re-sends it.
+# Parameters: empty body, id.
+MARK_OUTBOX_DELIVERED = (
+    "UPDATE push_outbox SET state = 'delivered', body = ?, last_error = '' "
+    "WHERE id = ? AND state = 'pending'"
+)
+# Parameters: next_attempt_at, error, id.
+MARK_OUTBOX_RETRY = (
+    "UPDATE push_outbox SET next_attempt_at = ?, last_error = ? WHERE id = ? AND state = 'pending'"
+)
+# Parameters: error, id.
+MARK_OUTBOX_FAILED = (
+    "UPDATE push_outbox SET state = 'failed', last_error = ? WHERE id = ? AND state = 'pending'"
+)
+SELECT_OUTBOX_ROW = f"SELECT {OUTBOX_COLUMNS} FROM push_outbox WHERE id = ?"
+SELECT_OUTBOX = (
+    f"SELECT {OUTBOX_COLUMNS} FROM push_outbox WHERE task_id = ? ORDER BY seq, config_id"
+)
+DELETE_PENDING_OUTBOX = (
+    "DELETE FROM push_outbox WHERE task_id = ? AND config_id = ? AND state = 'pending'"
+)
 
 
 def update_task(*, with_snapshot: bool) -> str:
@@ -164,6 +242,7 @@ def delete_terminal_before() -> tuple[str, ...]:
     return (
         f"DELETE FROM events WHERE task_id IN ({doomed})",
         f"DELETE FROM push_configs WHERE task_id IN ({doomed})",
+        f"DELETE FROM push_outbox WHERE task_id IN ({doomed})",
         f"DELETE FROM tasks WHERE state IN {_TERMINAL_IN} AND status_key < ?",
     )
 

@@ -5,18 +5,25 @@ events are appended (validated by the state machine in ``protocol.fold``), each 
 task's version by one. ``expected_version`` makes an append a compare-and-swap, for
 deployments with more than one writer. Every read is scoped by tenant and, when given, by
 owner: a task of another tenant or owner is indistinguishable from a missing one.
+
+Push outbox: when a task has push configs, ``append`` also writes one outbox row per pushed
+event (status and artifact updates; not the caller's own messages) and config, in the same
+transaction as the events, so a notification is never lost between "stored" and "sent". The
+deliverer (``server.push``) claims due rows, sends them and marks the outcome.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from ...protocol import Event, ListQuery, TaskRecord
 from ...types import Task, TaskPushNotificationConfig, TaskState
 
-__all__ = ["StoredTaskInfo", "TaskStore"]
+__all__ = ["OutboxRow", "OutboxState", "StoredTaskInfo", "TaskStore"]
+
+OutboxState = Literal["pending", "delivered", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +35,27 @@ class StoredTaskInfo:
     tenant: str
     owner: str
     state: TaskState
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    """One notification to send: a pushed event of a task, for one of its push configs."""
+
+    id: str
+    """Stable across attempts and restarts (``outbox_row_id``): receivers deduplicate by it."""
+    task_id: str
+    config_id: str
+    seq: int
+    """The version the event gave the task: notifications of a config go out in this order."""
+    body: bytes
+    """The ProtoJSON ``StreamResponse`` to POST (emptied once delivered: nothing re-sends it)."""
+    attempts: int
+    """Attempts started so far (a claim starts one)."""
+    next_attempt_at: float
+    """Seconds since the epoch before which the row is not due (a claim's lease, a backoff)."""
+    state: OutboxState
+    last_error: str
+    """Why the latest attempt failed (``""``: none did)."""
 
 
 @runtime_checkable
@@ -71,8 +99,8 @@ class TaskStore(Protocol):
     async def delete_terminal_before(self, status_key: str) -> int:
         """Remove terminal tasks whose status sort key is older than ``status_key``.
 
-        Their events and push configs go with them. Returns how many tasks were removed.
-        ``retention_cutoff`` turns a maximum age into such a key.
+        Their events, push configs and outbox rows go with them. Returns how many tasks were
+        removed. ``retention_cutoff`` turns a maximum age into such a key.
         """
 
     # Push-notification configs live with their task (and go when retention removes it).
@@ -92,4 +120,33 @@ class TaskStore(Protocol):
         """The task's configs in the order they were first saved."""
 
     async def delete_push_config(self, task_id: str, config_id: str) -> None:
-        """Remove the config if it exists (deleting a missing one is not an error)."""
+        """Remove the config if it exists (deleting a missing one is not an error), with its
+        pending outbox rows: nothing is sent to a deleted config."""
+
+    # The push outbox (see the module docstring). Times are seconds since the epoch: rows
+    # outlive the process, so a monotonic clock would not do.
+
+    def on_outbox(self, listener: Callable[[], None] | None) -> None:
+        """Call ``listener`` (on the event loop) after an append that wrote outbox rows has
+        committed, so the deliverer need not wait for its next poll. ``None`` stops that."""
+
+    async def claim_due(self, now: float, *, limit: int, lease: float) -> list[OutboxRow]:
+        """Claim up to ``limit`` pending rows due at ``now``, oldest first, for one attempt.
+
+        Only the lowest-``seq`` pending row of each (task, config) is ever claimable, so a
+        config gets its notifications in order and never two at once. A claimed row has its
+        ``attempts`` raised by one and is not due again before ``now + lease``: if the process
+        dies mid-attempt, the row is sent again once the lease has passed.
+        """
+
+    async def mark_delivered(self, row_id: str) -> None:
+        """The row's receiver acknowledged it: never send it again (a missing row is ignored)."""
+
+    async def mark_retry(self, row_id: str, next_attempt_at: float, error: str) -> None:
+        """An attempt failed with ``error``; the row is due again at ``next_attempt_at``."""
+
+    async def mark_failed(self, row_id: str, error: str) -> None:
+        """Give up on the row, recording why; the config's later rows become claimable."""
+
+    async def outbox(self, task_id: str) -> list[OutboxRow]:
+        """Every outbox row of the task (any state), by ``seq`` then config (for inspection)."""

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
 
 from ...errors import TaskNotFoundError, VersionConflictError
 from ...protocol import TERMINAL, Event, ListQuery, TaskRecord, select_page, sort_key
 from ...types import Task, TaskPushNotificationConfig
-from .base import StoredTaskInfo
+from ._rows import event_body, outbox_row_id, push_body
+from .base import OutboxRow, StoredTaskInfo
 
 __all__ = ["MemoryTaskStore"]
 
@@ -31,6 +34,11 @@ class MemoryTaskStore:
     def __init__(self) -> None:
         self._tasks: dict[str, _Entry] = {}
         self._push: dict[str, dict[str, TaskPushNotificationConfig]] = {}
+        self._outbox: dict[str, OutboxRow] = {}
+        # The ids of pending rows in the order they were written, "oldest first" (a dict as an
+        # ordered set): claiming never walks the delivered rows that pile up.
+        self._pending: dict[str, None] = {}
+        self._outbox_listener: Callable[[], None] | None = None
 
     async def open(self) -> None:
         return None
@@ -64,9 +72,40 @@ class MemoryTaskStore:
             raise VersionConflictError(task_id, expected=expected_version, actual=record.version)
         if len(events) > 1:
             _check_all(record, events)
+        base = record.version
         for event in events:
             record.apply(event)
+        configs = self._push.get(task_id)
+        if configs:
+            self._queue_notifications(task_id, base, events, list(configs))
         return record.version
+
+    def _queue_notifications(
+        self, task_id: str, base: int, events: Sequence[Event], config_ids: list[str]
+    ) -> None:
+        now = time.time()
+        written = False
+        for seq, event in enumerate(events, start=base + 1):
+            body = push_body(*event_body(event))
+            if body is None:
+                continue
+            written = True
+            for config_id in config_ids:
+                row_id = outbox_row_id(task_id, config_id, seq)
+                self._pending[row_id] = None
+                self._outbox[row_id] = OutboxRow(
+                    id=row_id,
+                    task_id=task_id,
+                    config_id=config_id,
+                    seq=seq,
+                    body=body,
+                    attempts=0,
+                    next_attempt_at=now,
+                    state="pending",
+                    last_error="",
+                )
+        if written and self._outbox_listener is not None:
+            self._outbox_listener()
 
     async def list_tasks(
         self, query: ListQuery, *, tenant: str, owner: str | None
@@ -107,6 +146,8 @@ class MemoryTaskStore:
         for task_id in doomed:
             del self._tasks[task_id]
             self._push.pop(task_id, None)
+        gone = set(doomed)
+        self._drop_outbox(lambda row: row.task_id in gone)
         return len(doomed)
 
     async def save_push_config(self, config: TaskPushNotificationConfig) -> None:
@@ -126,6 +167,61 @@ class MemoryTaskStore:
 
     async def delete_push_config(self, task_id: str, config_id: str) -> None:
         self._push.get(task_id, {}).pop(config_id, None)
+        self._drop_outbox(
+            lambda row: (
+                row.task_id == task_id and row.config_id == config_id and row.state == "pending"
+            )
+        )
+
+    def _drop_outbox(self, doomed: Callable[[OutboxRow], bool]) -> None:
+        for row_id in [row_id for row_id, row in self._outbox.items() if doomed(row)]:
+            del self._outbox[row_id]
+            self._pending.pop(row_id, None)
+
+    # -- the push outbox ----------------------------------------------------------------------
+
+    def on_outbox(self, listener: Callable[[], None] | None) -> None:
+        self._outbox_listener = listener
+
+    async def claim_due(self, now: float, *, limit: int, lease: float) -> list[OutboxRow]:
+        heads: set[tuple[str, str]] = set()
+        claimed: list[OutboxRow] = []
+        for row_id in self._pending:
+            if len(claimed) >= limit:
+                break
+            row = self._outbox[row_id]
+            pair = (row.task_id, row.config_id)
+            if pair in heads:
+                continue  # a config's later rows wait for its earliest pending one
+            heads.add(pair)
+            if row.next_attempt_at <= now:
+                taken = dataclasses.replace(
+                    row, attempts=row.attempts + 1, next_attempt_at=now + lease
+                )
+                self._outbox[row.id] = taken
+                claimed.append(taken)
+        return claimed
+
+    async def mark_delivered(self, row_id: str) -> None:
+        self._settle(row_id, state="delivered", body=b"", last_error="")
+
+    async def mark_retry(self, row_id: str, next_attempt_at: float, error: str) -> None:
+        self._settle(row_id, next_attempt_at=next_attempt_at, last_error=error)
+
+    async def mark_failed(self, row_id: str, error: str) -> None:
+        self._settle(row_id, state="failed", last_error=error)
+
+    def _settle(self, row_id: str, **changes: object) -> None:
+        row = self._outbox.get(row_id)
+        if row is not None and row.state == "pending":
+            settled = dataclasses.replace(row, **changes)  # type: ignore[arg-type]
+            self._outbox[row_id] = settled
+            if settled.state != "pending":
+                del self._pending[row_id]
+
+    async def outbox(self, task_id: str) -> list[OutboxRow]:
+        rows = [row for row in self._outbox.values() if row.task_id == task_id]
+        return sorted(rows, key=lambda row: (row.seq, row.config_id))
 
 
 def _check_all(record: TaskRecord, events: Sequence[Event]) -> None:

@@ -28,6 +28,11 @@ connection busy for ``acquire_timeout`` seconds fails with ``ServerBusyError`` (
 rather than queueing without bound; a statement running longer than ``command_timeout`` fails
 with ``InternalError``, as does any database failure.
 
+Push outbox: the statement that appends a task's events also writes its outbox rows, one per
+pushed event and push config of the task (a join with ``push_configs``, so a task without
+configs writes none), so they commit or fail together. Claims lock the rows they take and skip
+rows another replica holds (``FOR UPDATE SKIP LOCKED``): replicas share the outbox.
+
 Retention: with ``retain_finished``, terminal tasks older than that are deleted when the store
 opens and then at most every ``_SWEEP_INTERVAL_S``, piggybacked on task creation; replicas skip
 a sweep another one is running (a try-lock), so they do not repeat each other's work.
@@ -41,7 +46,7 @@ import hashlib
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -61,15 +66,21 @@ from .._url_options import pop_url_option
 from . import _sql
 from ._postgres_schema import check_current, check_schema_name, migrate, schema_version
 from ._rows import (
+    PUSH_SUFFIX,
     AppendPlan,
+    decode_outbox_row,
     decode_push_config,
     encode_push_config,
+    event_body,
+    outbox_row_id_sql,
     plan_append,
+    push_prefix,
     record_from_rows,
     snapshot_body,
     status_key,
+    to_ms,
 )
-from .base import StoredTaskInfo
+from .base import OutboxRow, StoredTaskInfo
 from .retention import retention_cutoff
 
 __all__ = ["PostgresTaskStore"]
@@ -94,21 +105,56 @@ FROM tasks t WHERE t.id = $1
 # Serialises writers of one task across processes; the reload follows as its own statement,
 # which (READ COMMITTED) sees everything committed before the lock was granted.
 _LOCK = "SELECT version FROM tasks WHERE id = $1 FOR UPDATE"
-# The compare-and-swap with its event rows (parameters: those of _sql.update_task, then the
-# rows' versions, kinds and bodies as arrays). Selects 1 if the swap happened, else 0.
-_APPEND_EVENTS = _sql.numbered(
-    f"WITH moved AS ({_sql.update_task(with_snapshot=False)} RETURNING id), "
-    "added AS (INSERT INTO events (task_id, version, kind, body) "
-    "SELECT moved.id, e.version, e.kind, e.body FROM moved, "
-    "unnest(?::bigint[], ?::text[], ?::bytea[]) AS e(version, kind, body) RETURNING 1) "
-    "SELECT count(*) FROM moved"
+# The outbox rows of an append, as a CTE after ``moved``: one per pushed event (``e`` rows
+# whose StreamResponse prefix is not null) and push config of the moved task. Parameters: the
+# StreamResponse suffix, now (ms) twice.
+_QUEUE_NOTIFICATIONS = (
+    "queued AS (INSERT INTO push_outbox (id, task_id, config_id, seq, body, attempts, "
+    "next_attempt_at, state, last_error, created_at) "
+    f"SELECT {outbox_row_id_sql('moved.id', 'c.id', 'e.version::text')}, moved.id, c.id, "
+    "e.version, e.prefix || e.body || ?::bytea, 0, ?, 'pending', '', ? "
+    "FROM moved JOIN push_configs c ON c.task_id = moved.id, e WHERE e.prefix IS NOT NULL "
+    "RETURNING 1)"
 )
-# The compare-and-swap rewriting the snapshot, which absorbs the event rows up to it.
+# The batch's events as rows ``e``: versions, kinds, bodies and StreamResponse prefixes.
+_EVENT_ROWS = (
+    "e AS (SELECT * FROM unnest(?::bigint[], ?::text[], ?::bytea[], ?::bytea[]) "
+    "AS e(version, kind, body, prefix))"
+)
+# The compare-and-swap with its event and outbox rows (parameters: those of
+# _sql.update_task, those of _EVENT_ROWS, those of _QUEUE_NOTIFICATIONS). Selects whether the
+# swap happened (1 or 0) and how many outbox rows it queued.
+_APPEND_EVENTS = _sql.numbered(
+    f"WITH moved AS ({_sql.update_task(with_snapshot=False)} RETURNING id), {_EVENT_ROWS}, "
+    "added AS (INSERT INTO events (task_id, version, kind, body) "
+    "SELECT moved.id, e.version, e.kind, e.body FROM moved, e RETURNING 1), "
+    f"{_QUEUE_NOTIFICATIONS} "
+    "SELECT (SELECT count(*) FROM moved) AS moved, (SELECT count(*) FROM queued) AS queued"
+)
+# The compare-and-swap rewriting the snapshot, which absorbs the event rows up to it
+# (parameters: those of _sql.update_task, the snapshot's version, then as _APPEND_EVENTS).
 _APPEND_SNAPSHOT = _sql.numbered(
     f"WITH moved AS ({_sql.update_task(with_snapshot=True)} RETURNING id), "
-    "absorbed AS (DELETE FROM events WHERE task_id IN (SELECT id FROM moved) AND version <= ?) "
-    "SELECT count(*) FROM moved"
+    "absorbed AS (DELETE FROM events WHERE task_id IN (SELECT id FROM moved) AND version <= ?), "
+    f"{_EVENT_ROWS}, {_QUEUE_NOTIFICATIONS} "
+    "SELECT (SELECT count(*) FROM moved) AS moved, (SELECT count(*) FROM queued) AS queued"
 )
+# Claim due rows: those _sql.SELECT_DUE_OUTBOX picks, skipping rows another replica is
+# claiming right now. Parameters: now, limit, lease end.
+_CLAIM_OUTBOX = _sql.numbered(
+    f"WITH due AS ({_sql.SELECT_DUE_OUTBOX} FOR UPDATE OF o SKIP LOCKED), "
+    "claimed AS (UPDATE push_outbox SET attempts = push_outbox.attempts + 1, "
+    "next_attempt_at = ? FROM due WHERE push_outbox.id = due.id "
+    "AND push_outbox.state = 'pending' "
+    f"RETURNING {', '.join('push_outbox.' + c for c in _sql.OUTBOX_COLUMNS.split(', '))}, "
+    "push_outbox.created_at) "
+    f"SELECT {_sql.OUTBOX_COLUMNS} FROM claimed ORDER BY created_at, task_id, seq, config_id"
+)
+_MARK_OUTBOX_DELIVERED = _sql.numbered(_sql.MARK_OUTBOX_DELIVERED)
+_MARK_OUTBOX_RETRY = _sql.numbered(_sql.MARK_OUTBOX_RETRY)
+_MARK_OUTBOX_FAILED = _sql.numbered(_sql.MARK_OUTBOX_FAILED)
+_SELECT_OUTBOX = _sql.numbered(_sql.SELECT_OUTBOX)
+_DELETE_PENDING_OUTBOX = _sql.numbered(_sql.DELETE_PENDING_OUTBOX)
 _INSERT_TASK = _sql.numbered(_sql.INSERT_TASK)
 _SELECT_TASK_VERSION = _sql.numbered(_sql.SELECT_TASK_VERSION)
 _TASK_EXISTS = _sql.numbered(_sql.TASK_EXISTS)
@@ -181,6 +227,7 @@ class PostgresTaskStore:
             weakref.WeakValueDictionary()
         )
         self._next_sweep = 0.0
+        self._outbox_listener: Callable[[], None] | None = None
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> PostgresTaskStore:
@@ -326,6 +373,21 @@ class PostgresTaskStore:
         self, entry: _Entry, plan: AppendPlan, batch: tuple[Event, ...], connection: Any = None
     ) -> bool:
         """Write ``plan`` if the row is still at ``plan.base``; keep the cache in step."""
+        # The events as rows: written as event rows (unless the snapshot absorbs them) and, for
+        # a task with push configs, as outbox rows.
+        rows = plan.rows or [
+            (version, *event_body(event)) for version, event in enumerate(batch, plan.base + 1)
+        ]
+        now = to_ms(time.time())
+        event_rows = (
+            [version for version, _, _ in rows],
+            [kind for _, kind, _ in rows],
+            [body for _, _, body in rows],
+            [push_prefix(kind) for _, kind, _ in rows],
+            PUSH_SUFFIX,
+            now,
+            now,
+        )
         if plan.snapshot is not None:
             statement = _APPEND_SNAPSHOT
             params: tuple[object, ...] = (
@@ -337,6 +399,7 @@ class PostgresTaskStore:
                 entry.record.id,
                 plan.base,
                 plan.version,
+                *event_rows,
             )
         else:
             statement = _APPEND_EVENTS
@@ -346,19 +409,19 @@ class PostgresTaskStore:
                 plan.status_key,
                 entry.record.id,
                 plan.base,
-                [version for version, _, _ in plan.rows],
-                [kind for _, kind, _ in plan.rows],
-                [body for _, _, body in plan.rows],
+                *event_rows,
             )
         if connection is not None:
-            swapped = await connection.fetchval(statement, *params)
+            outcome = await connection.fetchrow(statement, *params)
         else:
             async with self._connection() as own:
-                swapped = await own.fetchval(statement, *params)
-        if not swapped:
+                outcome = await own.fetchrow(statement, *params)
+        if not outcome["moved"]:
             self._cache.pop(entry.record.id, None)
             return False
         self._applied(entry, plan, batch)
+        if outcome["queued"] and self._outbox_listener is not None:
+            self._outbox_listener()
         return True
 
     async def _append_locked(
@@ -514,8 +577,36 @@ class PostgresTaskStore:
         return [decode_push_config(row[0]) for row in rows]
 
     async def delete_push_config(self, task_id: str, config_id: str) -> None:
-        async with self._connection() as connection:
+        async with self._connection() as connection, connection.transaction():
             await connection.execute(_DELETE_PUSH_CONFIG, task_id, config_id)
+            await connection.execute(_DELETE_PENDING_OUTBOX, task_id, config_id)
+
+    # -- the push outbox --------------------------------------------------------------------
+
+    def on_outbox(self, listener: Callable[[], None] | None) -> None:
+        self._outbox_listener = listener
+
+    async def claim_due(self, now: float, *, limit: int, lease: float) -> list[OutboxRow]:
+        async with self._connection() as connection:
+            rows = await connection.fetch(_CLAIM_OUTBOX, to_ms(now), limit, to_ms(now + lease))
+        return [decode_outbox_row(row) for row in rows]
+
+    async def mark_delivered(self, row_id: str) -> None:
+        async with self._connection() as connection:
+            await connection.execute(_MARK_OUTBOX_DELIVERED, b"", row_id)
+
+    async def mark_retry(self, row_id: str, next_attempt_at: float, error: str) -> None:
+        async with self._connection() as connection:
+            await connection.execute(_MARK_OUTBOX_RETRY, to_ms(next_attempt_at), error, row_id)
+
+    async def mark_failed(self, row_id: str, error: str) -> None:
+        async with self._connection() as connection:
+            await connection.execute(_MARK_OUTBOX_FAILED, error, row_id)
+
+    async def outbox(self, task_id: str) -> list[OutboxRow]:
+        async with self._connection() as connection:
+            rows = await connection.fetch(_SELECT_OUTBOX, task_id)
+        return [decode_outbox_row(row) for row in rows]
 
     # -- the cache --------------------------------------------------------------------------
 

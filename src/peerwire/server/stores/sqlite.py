@@ -17,6 +17,10 @@ Memory: the records of running (submitted, working) tasks stay in memory, which 
 are kept in a small LRU and read back from the file when needed. Anything the store hands out
 has been committed: a write is applied to the in-memory record only after it is durable.
 
+Push outbox: an append to a task with push configs writes its outbox rows in the same
+transaction as its events (so with the same durability); the bodies are built in the writer
+thread, and only for such tasks. Claims and outcomes are writes like any other.
+
 Retention: with ``retain_finished``, terminal tasks whose status is older than that are
 deleted (with their events and push configs) when the store opens and then at most every
 ``_SWEEP_INTERVAL_S`` seconds, piggybacked on task creation: no timer task of its own.
@@ -46,15 +50,19 @@ from ...protocol.paging import encode_page_token
 from ...types import Task, TaskPushNotificationConfig, TaskState, TaskStatusUpdateEvent
 from . import _sql
 from ._rows import (
+    decode_outbox_row,
     decode_push_config,
     encode_push_config,
     event_body,
+    outbox_row_id,
+    push_body,
     record_from_rows,
     snapshot_body,
     status_key,
+    to_ms,
 )
 from ._sqlite_io import GroupCommitWriter, ReaderPool, connect, migrate, wait_durable
-from .base import StoredTaskInfo
+from .base import OutboxRow, StoredTaskInfo
 from .retention import retention_cutoff
 
 __all__ = ["SQLiteTaskStore"]
@@ -127,6 +135,7 @@ class SQLiteTaskStore:
         self._settled: OrderedDict[str, _Entry] = OrderedDict()
         self._writer: GroupCommitWriter | None = None
         self._readers: ReaderPool | None = None
+        self._outbox_listener: Callable[[], None] | None = None
 
     # -- lifetime ---------------------------------------------------------------------------
 
@@ -293,14 +302,16 @@ class SQLiteTaskStore:
                 base,
             )
             rows: list[tuple[object, ...]] = []
+            encoded = []
         else:
             params = (version, status.state.value, key, task_id, base)
+            encoded = [event_body(event) for event in events]
             rows = [
-                (task_id, base + offset, *event_body(event))
-                for offset, event in enumerate(events, start=1)
+                (task_id, base + offset, kind, body)
+                for offset, (kind, body) in enumerate(encoded, start=1)
             ]
 
-        def write(connection: sqlite3.Connection) -> None:
+        def write(connection: sqlite3.Connection) -> int:
             if connection.execute(update, params).rowcount == 0:
                 found = connection.execute(_sql.SELECT_TASK_VERSION, (task_id,)).fetchone()
                 raise _StaleRow(None if found is None else int(found[0]))
@@ -308,8 +319,9 @@ class SQLiteTaskStore:
                 connection.execute(_sql.DELETE_EVENTS, (task_id, version))
             else:
                 connection.executemany(_sql.INSERT_EVENT, rows)
+            return _queue_notifications(connection, task_id, base, events, encoded)
 
-        def written(_: None, error: BaseException | None) -> None:
+        def written(queued: int, error: BaseException | None) -> None:
             entry.tail = None
             if error is not None:
                 if isinstance(error, _StaleRow):
@@ -324,6 +336,8 @@ class SQLiteTaskStore:
             if with_snapshot:
                 entry.snapshot_version = version
             self._file(entry)
+            if queued and self._outbox_listener is not None:
+                self._outbox_listener()
 
         entry.tail = self._submit(write, written)
         await self._durable(entry.tail)
@@ -425,11 +439,49 @@ class SQLiteTaskStore:
         return [decode_push_config(body) for (body,) in rows]
 
     async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        def delete(connection: sqlite3.Connection) -> None:
+            connection.execute(_sql.DELETE_PUSH_CONFIG, (task_id, config_id))
+            connection.execute(_sql.DELETE_PENDING_OUTBOX, (task_id, config_id))
+
+        await self._write(delete)
+
+    # -- the push outbox ----------------------------------------------------------------------
+
+    def on_outbox(self, listener: Callable[[], None] | None) -> None:
+        self._outbox_listener = listener
+
+    async def claim_due(self, now: float, *, limit: int, lease: float) -> list[OutboxRow]:
+        due, lease_end = to_ms(now), to_ms(now + lease)
+
+        def claim(connection: sqlite3.Connection) -> list[OutboxRow]:
+            ids = [row_id for (row_id,) in connection.execute(_sql.SELECT_DUE_OUTBOX, (due, limit))]
+            connection.executemany(_sql.CLAIM_OUTBOX, [(lease_end, row_id) for row_id in ids])
+            return [
+                decode_outbox_row(connection.execute(_sql.SELECT_OUTBOX_ROW, (row_id,)).fetchone())
+                for row_id in ids
+            ]
+
+        return await self._write(claim)
+
+    async def mark_delivered(self, row_id: str) -> None:
         await self._write(
-            lambda connection: (
-                connection.execute(_sql.DELETE_PUSH_CONFIG, (task_id, config_id)).rowcount
-            )
+            lambda connection: connection.execute(_sql.MARK_OUTBOX_DELIVERED, (b"", row_id))
         )
+
+    async def mark_retry(self, row_id: str, next_attempt_at: float, error: str) -> None:
+        params = (to_ms(next_attempt_at), error, row_id)
+        await self._write(lambda connection: connection.execute(_sql.MARK_OUTBOX_RETRY, params))
+
+    async def mark_failed(self, row_id: str, error: str) -> None:
+        await self._write(
+            lambda connection: connection.execute(_sql.MARK_OUTBOX_FAILED, (error, row_id))
+        )
+
+    async def outbox(self, task_id: str) -> list[OutboxRow]:
+        rows = await self._read(
+            lambda connection: connection.execute(_sql.SELECT_OUTBOX, (task_id,)).fetchall()
+        )
+        return [decode_outbox_row(row) for row in rows]
 
     # -- the cache ----------------------------------------------------------------------------
 
@@ -517,6 +569,32 @@ class SQLiteTaskStore:
             return await self._readers.run(read)
         except sqlite3.Error as exc:
             raise _store_failure(exc) from exc
+
+
+def _queue_notifications(
+    connection: sqlite3.Connection,
+    task_id: str,
+    base: int,
+    events: tuple[Event, ...],
+    encoded: list[tuple[str, bytes]],
+) -> int:
+    """Write the outbox rows of ``events`` (appended after version ``base``) if the task has
+    push configs; how many. ``encoded``: the events' row bodies, when already encoded."""
+    config_ids = [i for (i,) in connection.execute(_sql.SELECT_PUSH_CONFIG_IDS, (task_id,))]
+    if not config_ids:
+        return 0
+    now = to_ms(time.time())
+    bodies = encoded or [event_body(event) for event in events]
+    outbox: list[tuple[object, ...]] = []
+    for seq, (kind, body) in enumerate(bodies, start=base + 1):
+        pushed = push_body(kind, body)
+        if pushed is None:
+            continue
+        for config_id in config_ids:
+            row_id = outbox_row_id(task_id, config_id, seq)
+            outbox.append((row_id, task_id, config_id, seq, pushed, now, now))
+    connection.executemany(_sql.INSERT_OUTBOX, outbox)
+    return len(outbox)
 
 
 def _read_task_rows(connection: sqlite3.Connection, task_id: str) -> tuple[Any, ...] | None:

@@ -1,0 +1,312 @@
+"""The Redis event bus against the machine's real Redis, each test under a key prefix of its own.
+
+Two ``RedisBus`` objects on one prefix stand for two replicas. What is checked: every event once
+and in order, across buses; a subscriber starting from a snapshot's version gets exactly the
+later events, also while events are being published; the reader task's lifetime; many
+subscriptions; streams' caps and times to live; late and retried publishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+from redis.asyncio import Redis
+
+from peerwire.errors import InternalError
+from peerwire.server.bus import MemoryBus, Subscription, open_bus
+from peerwire.server.bus_redis import RedisBus
+from peerwire.types import (
+    Artifact,
+    Part,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+
+from ._services import REDIS_URL, fresh_prefix
+
+pytestmark = pytest.mark.services
+WAIT_S = 20.0
+READER_TASKS = ("peerwire redis bus reader", "peerwire redis bus waker")
+
+
+def chunk(task_id: str, n: int) -> TaskArtifactUpdateEvent:
+    return TaskArtifactUpdateEvent(
+        task_id=task_id,
+        context_id="ctx",
+        artifact=Artifact(artifact_id="log", parts=[Part(text=str(n))]),
+        append=n > 0,
+    )
+
+
+def status(task_id: str, state: TaskState) -> TaskStatusUpdateEvent:
+    return TaskStatusUpdateEvent(task_id=task_id, context_id="ctx", status=TaskStatus(state=state))
+
+
+def text_of(event: Any) -> str:
+    return "".join(p.text or "" for p in event.artifact.parts)
+
+
+async def collect(subscription: Subscription, after: int, count: int) -> list[tuple[int, Any]]:
+    """``count`` events after version ``after``; fails if they do not all come in time."""
+    got: list[tuple[int, Any]] = []
+    with anyio.fail_after(WAIT_S):
+        for _ in range(count):
+            item = await subscription.next(after)
+            assert item is not None
+            got.append(item)
+    return got
+
+
+async def nothing_more(subscription: Subscription, after: int) -> None:
+    """No further event arrives within a short while (a bound on what we wait for, no timing)."""
+    assert await subscription.next(after, timeout=0.3) is None
+
+
+@pytest.fixture
+async def prefix() -> AsyncIterator[str]:
+    async with fresh_prefix() as name:
+        yield name
+
+
+@contextlib.asynccontextmanager
+async def opened(prefix: str, **options: Any) -> AsyncIterator[RedisBus]:
+    bus = RedisBus(REDIS_URL, prefix=prefix, **{"block_seconds": 1.0, **options})
+    async with bus:
+        yield bus
+
+
+@pytest.fixture
+async def bus(prefix: str) -> AsyncIterator[RedisBus]:
+    async with opened(prefix) as bus:
+        yield bus
+
+
+@pytest.fixture
+async def redis() -> AsyncIterator[Redis]:
+    client = Redis.from_url(REDIS_URL)
+    yield client
+    await client.aclose()
+
+
+# -- order, once, across buses ----------------------------------------------------------------
+
+
+async def test_events_arrive_once_in_order(bus: RedisBus) -> None:
+    with bus.subscribe("t1") as subscription:
+        for version in range(2, 52):
+            await bus.publish("t1", version, chunk("t1", version))
+        got = await collect(subscription, 1, 50)
+        assert [v for v, _ in got] == list(range(2, 52))
+        assert [text_of(e) for _, e in got] == [str(v) for v in range(2, 52)]
+        await nothing_more(subscription, 1)
+
+
+async def test_a_subscriber_on_one_bus_sees_what_another_publishes(prefix: str) -> None:
+    async with opened(prefix) as a, opened(prefix) as b:
+        with a.subscribe("t1") as on_a, b.subscribe("t1") as on_b:
+            await b.publish("t1", 2, status("t1", TaskState.WORKING))
+            await a.publish("t1", 3, chunk("t1", 0))
+            await b.publish("t1", 4, status("t1", TaskState.COMPLETED))
+            for subscription in (on_a, on_b):
+                got = await collect(subscription, 1, 3)
+                assert [v for v, _ in got] == [2, 3, 4]
+                assert got[2][1].status.state is TaskState.COMPLETED
+                await nothing_more(subscription, 1)
+
+
+async def test_a_subscription_starts_after_its_first_version(prefix: str) -> None:
+    """Replay from a snapshot's version: the earlier events are not delivered, later ones are."""
+    async with opened(prefix) as a, opened(prefix) as b:
+        for version in range(2, 11):
+            await b.publish("t1", version, chunk("t1", version))
+        with a.subscribe("t1") as late, a.subscribe("t1") as early:
+            assert [v for v, _ in await collect(late, 7, 3)] == [8, 9, 10]
+            assert [v for v, _ in await collect(early, 1, 9)] == list(range(2, 11))
+            await b.publish("t1", 11, chunk("t1", 11))
+            assert [v for v, _ in await collect(late, 7, 1)] == [11]
+            assert [v for v, _ in await collect(early, 1, 1)] == [11]
+
+
+async def test_snapshot_then_events_is_gapless_while_publishing(prefix: str) -> None:
+    """Subscribers join while another replica publishes: each gets exactly what its snapshot
+    (the version stored when it looked) lacks, none twice, in order."""
+    last = 300
+    stored = 1  # what a store would say the task is at; published right after it moves
+    progress = asyncio.Condition()
+
+    async def publisher(bus: RedisBus) -> None:
+        nonlocal stored
+        for version in range(2, last + 1):
+            stored = version
+            await bus.publish("t1", version, chunk("t1", version))
+            async with progress:
+                progress.notify_all()
+
+    async def follower(bus: RedisBus, join_at: int) -> list[int]:
+        async with progress:
+            await progress.wait_for(lambda: stored >= join_at)
+        with bus.subscribe("t1") as subscription:
+            snapshot = stored  # subscribe first, then read the snapshot: the Dispatcher's order
+            got = await collect(subscription, snapshot, last - snapshot)
+            await nothing_more(subscription, snapshot)
+        versions = [v for v, _ in got]
+        assert versions == list(range(snapshot + 1, last + 1)), (join_at, snapshot)
+        return versions
+
+    async with opened(prefix) as a, opened(prefix) as b:
+        with anyio.fail_after(WAIT_S * 2):
+            results = await asyncio.gather(
+                publisher(b), *(follower(a, join_at) for join_at in range(1, last, 23))
+            )
+    assert all(results[1:])
+
+
+async def test_a_subscription_started_while_the_reader_blocks_is_read_at_once(
+    prefix: str,
+) -> None:
+    """The wake-up: with a 60 s block, only waking the reader lets this pass in time."""
+    async with opened(prefix, block_seconds=60.0) as bus:
+        with bus.subscribe("idle") as idle:
+            await nothing_more(idle, 0)  # the reader now blocks on idle's stream
+            await bus.publish("t2", 2, chunk("t2", 2))
+            with bus.subscribe("t2") as subscription:
+                assert [v for v, _ in await collect(subscription, 1, 1)] == [2]
+
+
+# -- many subscriptions -------------------------------------------------------------------------
+
+
+async def test_many_subscriptions(prefix: str) -> None:
+    tasks = [f"t{i}" for i in range(150)]
+    async with opened(prefix) as a, opened(prefix) as b:
+        subscriptions = [a.subscribe(task) for task in tasks]
+        twice = [a.subscribe(task) for task in tasks[:20]]  # two subscribers of one task
+        try:
+            for version in (2, 3, 4):
+                await asyncio.gather(*(b.publish(t, version, chunk(t, version)) for t in tasks))
+            for task, subscription in zip(tasks, subscriptions, strict=True):
+                got = await collect(subscription, 1, 3)
+                assert [(v, e.task_id) for v, e in got] == [(v, task) for v in (2, 3, 4)]
+            for subscription in twice:
+                assert [v for v, _ in await collect(subscription, 2, 2)] == [3, 4]
+            assert a.followed_tasks == len(tasks)
+        finally:
+            for subscription in subscriptions + twice:
+                subscription.close()
+        assert a.followed_tasks == 0
+
+
+async def test_a_subscription_never_read_costs_nothing(bus: RedisBus) -> None:
+    subscription = bus.subscribe("t1")
+    assert bus.followed_tasks == 1
+    subscription.close()
+    assert bus.followed_tasks == 0
+
+
+# -- lifetime ---------------------------------------------------------------------------------
+
+
+def _reader_tasks() -> list[asyncio.Task[Any]]:
+    return [t for t in asyncio.all_tasks() if t.get_name() in READER_TASKS and not t.done()]
+
+
+async def test_the_reader_stops_cleanly(prefix: str) -> None:
+    before = len(_reader_tasks())
+    bus = RedisBus(REDIS_URL, prefix=prefix, block_seconds=30.0)
+    await bus.open()
+    assert len(_reader_tasks()) == before + 2
+    subscription = bus.subscribe("t1")
+    await nothing_more(subscription, 0)  # the reader is inside a 30 s XREAD now
+    with anyio.fail_after(WAIT_S):
+        await bus.close()
+    assert len(_reader_tasks()) == before
+    with pytest.raises(StopAsyncIteration):
+        await subscription.next(0, timeout=1.0)
+    with pytest.raises(RuntimeError, match="not open"):
+        bus.subscribe("t1")
+    with pytest.raises(RuntimeError, match="not open"):
+        await bus.publish("t1", 2, chunk("t1", 2))
+    await bus.close()  # twice is fine
+
+
+async def test_an_unreachable_redis_fails_at_open(prefix: str) -> None:
+    bus = RedisBus("redis://127.0.0.1:1", prefix=prefix, socket_timeout=2.0)
+    with anyio.fail_after(WAIT_S), pytest.raises(OSError, match="127.0.0.1:1"):
+        await bus.open()
+    await bus.close()
+
+
+async def test_a_publish_that_fails_is_a_typed_error(prefix: str, redis: Redis) -> None:
+    async with opened(prefix) as bus:
+        await redis.set(bus.stream_key("t1"), b"not a stream")
+        with pytest.raises(InternalError, match="could not publish version 2 of task t1"):
+            await bus.publish("t1", 2, chunk("t1", 2))
+
+
+# -- what Redis keeps ---------------------------------------------------------------------------
+
+
+async def test_streams_expire_sooner_once_terminal(prefix: str, redis: Redis) -> None:
+    async with opened(prefix, stream_ttl=3600.0, terminal_ttl=30.0) as bus:
+        key = bus.stream_key("t1")
+        await bus.publish("t1", 2, status("t1", TaskState.WORKING))
+        assert 30_000 < await redis.pttl(key) <= 3_600_000
+        await bus.publish("t1", 3, status("t1", TaskState.FAILED))
+        assert 0 < await redis.pttl(key) <= 30_000
+        assert [entry_id for entry_id, _ in await redis.xrange(key)] == [b"2-0", b"3-0"]
+
+
+async def test_streams_are_capped(prefix: str, redis: Redis) -> None:
+    async with opened(prefix, max_stream_length=10) as bus:
+        for version in range(2, 402):
+            await bus.publish("t1", version, chunk("t1", version))
+        # MAXLEN ~ trims whole nodes of the stream (100 entries by default), never below 10.
+        assert 10 <= await redis.xlen(bus.stream_key("t1")) < 250
+
+
+async def test_late_and_retried_publishes(prefix: str, redis: Redis) -> None:
+    """Two writers may publish 3 before 2; a retried publish must not add an entry twice."""
+    async with opened(prefix) as bus:
+        with bus.subscribe("t1") as subscription:
+            await bus.publish("t1", 3, chunk("t1", 3))
+            await bus.publish("t1", 2, chunk("t1", 2))  # late: appended after 3, not lost
+            await bus.publish("t1", 3, chunk("t1", 3))  # retries: no new entry
+            await bus.publish("t1", 2, chunk("t1", 2))
+            await bus.publish("t1", 4, chunk("t1", 4))
+            got = await collect(subscription, 1, 3)
+            assert [v for v, _ in got] == [3, 2, 4]
+            await nothing_more(subscription, 1)
+        assert await redis.xlen(bus.stream_key("t1")) == 3
+        with bus.subscribe("t1") as after_three:
+            # Joining with a snapshot at 3: the late 2 is in the snapshot already.
+            assert [v for v, _ in await collect(after_three, 3, 1)] == [4]
+            await nothing_more(after_three, 3)
+
+
+async def test_foreign_entries_are_skipped(prefix: str, redis: Redis) -> None:
+    async with opened(prefix) as bus:
+        with bus.subscribe("t1") as subscription:
+            await redis.xadd(bus.stream_key("t1"), {"e": b"{not json"}, id="2-0")
+            await bus.publish("t1", 3, chunk("t1", 3))
+            assert [v for v, _ in await collect(subscription, 1, 1)] == [3]
+
+
+# -- the spec -----------------------------------------------------------------------------------
+
+
+def test_open_bus() -> None:
+    assert isinstance(open_bus("memory"), MemoryBus)
+    bus = open_bus("redis://127.0.0.1:6379/0?prefix=app_a")
+    assert isinstance(bus, RedisBus)
+    assert bus.prefix == "app_a" and bus.url == "redis://127.0.0.1:6379/0"
+    assert isinstance(open_bus("redis://127.0.0.1"), RedisBus)
+    for bad in ("kafka://x", "", "redis", "redis:"):
+        with pytest.raises(ValueError):
+            open_bus(bad)
