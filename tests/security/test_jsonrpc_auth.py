@@ -385,15 +385,6 @@ def test_a_card_that_requires_auth_needs_verifiers() -> None:
         create_app(secured, rest_path=None)
 
 
-def test_auth_is_refused_while_other_bindings_would_serve_unauthenticated() -> None:
-    secured = agent({"key": api_key("header", "X")}, [requirement(key=[])])
-    verifiers = {"key": APIKeyVerifier({"k": "a"})}
-    with pytest.raises(ValueError, match="rest_path=None"):
-        create_app(secured, auth=verifiers)
-    with pytest.raises(ValueError, match="grpc_port"):
-        create_app(secured, auth=verifiers, rest_path=None, grpc_port=0)
-
-
 def test_an_extended_card_needs_auth() -> None:
     with pytest.raises(ValueError, match="extended_card= needs auth="):
         create_app(agent({}, []), rest_path=None, extended_card=extended_for)

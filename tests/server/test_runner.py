@@ -15,11 +15,11 @@ import httpx
 import pytest
 
 from peerwire.server.stores import MemoryTaskStore
-from peerwire.testing import live_server
+from peerwire.testing import in_process, live_server
 from peerwire.types import TaskState
 
 from ._agents import ask_for, workbench
-from ._rpc import Rpc, serving, state_of, status_text, user_message
+from ._rpc import HEADERS, Rpc, envelope, serving, state_of, status_text, user_message
 
 WAIT_S = 10.0
 
@@ -78,6 +78,28 @@ async def test_cancel_of_an_interrupted_task_without_a_handler() -> None:
         canceled = await rpc.result("CancelTask", {"id": task["id"]})
         assert state_of(canceled) == "TASK_STATE_CANCELED"
         assert len(canceled["history"]) == len(task["history"])
+
+
+async def test_cancel_right_after_the_task_was_created() -> None:
+    # In process nothing yields between the two requests: the handler has not begun yet.
+    agent, controls = workbench()
+    async with in_process(agent, max_working=1) as http:
+
+        async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            response = await http.post("/", json=envelope(method, params), headers=HEADERS)
+            return response.json()["result"]  # type: ignore[no-any-return]
+
+        created = await call(
+            "SendMessage",
+            {"message": ask_for("wait", "unstarted"), "configuration": {"returnImmediately": True}},
+        )
+        assert state_of(created["task"]) == "TASK_STATE_SUBMITTED"
+        canceled = await call("CancelTask", {"id": created["task"]["id"]})
+        assert state_of(canceled) == "TASK_STATE_CANCELED"
+        assert controls.runs == {}, "the handler never ran"
+        # Nothing of the canceled task still counts as working.
+        done = await call("SendMessage", {"message": ask_for("echo", "next")})
+        assert state_of(done["task"]) == "TASK_STATE_COMPLETED"
 
 
 # -- ask: live continuation and replay ---------------------------------------------------------

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..server import Agent, serve
 from ..server.app import INTERFACE_NAMES
+from ..server.push import PushSettings
 from ..server.stores import TaskStore, open_store
+from ..server.tls import ServerTLS
 from ._app import app
 
 
@@ -77,9 +81,56 @@ def serve_command(
         str,
         typer.Option(help="The card's interfaces in preference order, comma-separated."),
     ] = "jsonrpc,rest,grpc",
+    push: Annotated[
+        bool,
+        typer.Option(help="Offer push notifications (webhooks), delivered from the store."),
+    ] = False,
+    push_allow: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A host or network (CIDR) webhooks may use although it is internal "
+            "(loopback, private, ...); repeat or comma-separate.",
+            metavar="HOST|CIDR",
+        ),
+    ] = None,
+    push_attempts: Annotated[
+        int, typer.Option(help="Attempts per notification before it is given up.")
+    ] = 5,
+    push_timeout: Annotated[float, typer.Option(help="Seconds each attempt may take.")] = 10.0,
+    push_retry_delay: Annotated[
+        float, typer.Option(help="Seconds before the first retry; doubling after that.")
+    ] = 1.0,
+    push_signing_key: Annotated[
+        Path | None,
+        typer.Option(
+            help="A private key (PEM or JWK JSON) to sign notifications with; its public "
+            "key is served at /.well-known/jwks.json.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    ssl_certfile: Annotated[
+        Path | None, typer.Option(help="Serve HTTPS (and gRPC over TLS) with this certificate.")
+    ] = None,
+    ssl_keyfile: Annotated[
+        Path | None, typer.Option(help="The private key of --ssl-certfile.")
+    ] = None,
+    ssl_ca_certs: Annotated[
+        Path | None,
+        typer.Option(help="Ask clients for certificates issued by these CAs (mutual TLS)."),
+    ] = None,
+    require_client_cert: Annotated[
+        bool, typer.Option(help="Refuse TLS connections without a client certificate.")
+    ] = False,
 ) -> None:
     """Serve an agent: its card, JSON-RPC endpoint and streams."""
     task_store = _store(store, retain_finished)
+    tls = _tls(ssl_certfile, ssl_keyfile, ssl_ca_certs, require_client_cert)
+    push_settings = (
+        _push_settings(push_allow, push_attempts, push_timeout, push_retry_delay, push_signing_key)
+        if push
+        else None
+    )
     agent = load_agent(target)
     serve(
         agent,
@@ -95,7 +146,55 @@ def serve_command(
         grpc=grpc,
         grpc_port=grpc_port,
         interface_order=_interface_names(interfaces),
+        push=push_settings,
+        tls=tls,
     )
+
+
+def _tls(
+    certfile: Path | None, keyfile: Path | None, ca_certs: Path | None, require_client_cert: bool
+) -> ServerTLS | None:
+    if certfile is None:
+        if keyfile is not None or ca_certs is not None or require_client_cert:
+            raise typer.BadParameter(
+                "the TLS options need a server certificate", param_hint="--ssl-certfile"
+            )
+        return None
+    if keyfile is None:
+        raise typer.BadParameter(
+            "the certificate's private key is needed", param_hint="--ssl-keyfile"
+        )
+    try:
+        return ServerTLS(
+            certfile, keyfile, client_ca=ca_certs, require_client_cert=require_client_cert
+        )
+    except (ValueError, OSError) as exc:
+        # ssl.SSLError is an OSError: a key that does not match, a file that is not PEM.
+        raise typer.BadParameter(str(exc), param_hint="--ssl-certfile") from None
+
+
+def _push_settings(
+    allow: list[str] | None,
+    attempts: int,
+    timeout: float,
+    retry_delay: float,
+    signing_key: Path | None,
+) -> PushSettings:
+    entries = tuple(part.strip() for entry in allow or () for part in entry.split(","))
+    key = None
+    if signing_key is not None:
+        text = signing_key.read_text()
+        key = json.loads(text) if text.lstrip().startswith("{") else text
+    try:
+        return PushSettings(
+            allow=tuple(entry for entry in entries if entry),
+            max_attempts=attempts,
+            attempt_timeout=timeout,
+            retry_delay=retry_delay,
+            signing_key=key,
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--push-*") from None
 
 
 def _store(spec: str, retain_days: float | None) -> TaskStore:

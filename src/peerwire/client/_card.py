@@ -4,13 +4,16 @@ A card is kept as long as its server allows: ``Cache-Control: max-age`` (less ``
 ``Expires``, else a default lifetime; ``no-store`` keeps nothing and ``no-cache`` revalidates on
 every use. An expired card is revalidated with ``If-None-Match`` / ``If-Modified-Since``, and a
 ``304 Not Modified`` keeps it for another lifetime.
+
+The document is kept as received, so a ``check`` (signature verification) sees the server's
+exact JSON, on every fetch, the cached ones included.
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
@@ -34,9 +37,14 @@ def card_url(url: str) -> str:
     return url.rstrip("/") + CARD_PATH
 
 
+CardCheck = Callable[[bytes], Awaitable[None]]
+"""Inspects a card document as received before it is used; raises to refuse it."""
+
+
 @dataclass(slots=True)
 class _Entry:
     card: AgentCard
+    content: bytes
     etag: str | None
     last_modified: str | None
     fresh_until: float
@@ -74,14 +82,19 @@ class CardCache:
         *,
         headers: Mapping[str, str] | None = None,
         timeout: float | None = 30.0,
+        check: CardCheck | None = None,
     ) -> AgentCard:
         """The card at ``url`` (a card URL), from the cache while fresh, else from the server.
 
-        Raises ``A2AConnectionError`` / ``A2ATimeoutError`` when the server cannot be reached
-        and ``InvalidAgentCardError`` when it answers something that is not a card.
+        ``check`` sees the document as received before it is decoded (and before a cached
+        one is handed out); what it raises propagates and nothing is cached. Raises
+        ``A2AConnectionError`` / ``A2ATimeoutError`` when the server cannot be reached and
+        ``InvalidAgentCardError`` when it answers something that is not a card.
         """
         entry = self._entries.get(url)
         if entry is not None and self._clock() < entry.fresh_until:
+            if check is not None:
+                await check(entry.content)
             self._entries.move_to_end(url)
             return entry.card
         request_headers = {"Accept": "application/json", **(headers or {})}
@@ -100,6 +113,8 @@ class CardCache:
                 raise InvalidAgentCardError(error.message, url=url) from exc
             raise error from exc
         if response.status_code == 304 and entry is not None:
+            if check is not None:
+                await check(entry.content)
             lifetime = self._lifetime(response.headers)
             entry.etag = response.headers.get("etag", entry.etag)
             entry.fresh_until = self._clock() + (lifetime or 0.0)
@@ -107,17 +122,20 @@ class CardCache:
             return entry.card
         if response.status_code != 200:
             raise InvalidAgentCardError(_status_problem(url, response.status_code), url=url)
+        if check is not None:
+            await check(response.content)
         card = parse_card(response.content, url)
-        self._store(url, card, response.headers)
+        self._store(url, card, response.content, response.headers)
         return card
 
-    def _store(self, url: str, card: AgentCard, headers: httpx.Headers) -> None:
+    def _store(self, url: str, card: AgentCard, content: bytes, headers: httpx.Headers) -> None:
         lifetime = self._lifetime(headers)
         if lifetime is None:
             self._entries.pop(url, None)
             return
         self._entries[url] = _Entry(
             card=card,
+            content=content,
             etag=headers.get("etag"),
             last_modified=headers.get("last-modified"),
             fresh_until=self._clock() + lifetime,

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 import msgspec
 
-from ..errors import InvalidAgentCardError, InvalidResponseError, VersionNotSupportedError
+from ..errors import (
+    CardSignatureError,
+    InvalidAgentCardError,
+    InvalidResponseError,
+    VersionNotSupportedError,
+)
 from ..protocol import PROTOCOL_VERSION, check_version
 from ..types import (
     AgentCard,
@@ -37,18 +45,25 @@ from ..types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from ._card import CardCache, card_url, default_card_cache
+from ._card import CardCache, CardCheck, card_url, default_card_cache
 from ._follow import Payload, TaskFollower
 from ._inprocess import ASGIApp, StreamingASGITransport
 from ._messages import Content, FileLike, build_message
 from ._registry import transport_factory, unavailable_reason
 from .transports.base import CallOptions, Transport, TransportSettings
 
+if TYPE_CHECKING:
+    from ..security.signing import Trust
+    from .auth import Credentials
+
 __all__ = ["DEFAULT_BINDINGS", "Client"]
 
 T = TypeVar("T")
 
 DEFAULT_BINDINGS = (Binding.JSONRPC, Binding.HTTP_JSON, Binding.GRPC)
+
+# How many tasks' skills a client remembers, so that follow-ups ask for the skill's scopes.
+_REMEMBERED_SKILLS = 1024
 
 
 class Client:
@@ -72,9 +87,12 @@ class Client:
         headers: Mapping[str, str] | None = None,
         extensions: Sequence[str] = (),
         owned_http: httpx.AsyncClient | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         """Use ``Client.connect``; this wires up parts that ``connect`` has already chosen."""
         self._card = card
+        self._credentials = credentials
+        self._task_skills: OrderedDict[str, str] = OrderedDict()
         self._interface = interface
         self._transport = transport
         self._tenant = interface.tenant
@@ -99,6 +117,8 @@ class Client:
         http_client: httpx.AsyncClient | None = None,
         extensions: Sequence[str] = (),
         card_cache: CardCache | None = None,
+        trust: Trust | None = None,
+        credentials: Credentials | None = None,
     ) -> _Connect:
         """Fetch the agent's card from ``url`` and connect to its first usable interface.
 
@@ -111,7 +131,15 @@ class Client:
         ``app`` calls an ASGI application in this process instead of the network (its lifespan
         must already be running). ``timeout`` bounds each call; a stream may stay silent for
         ``stream_idle_timeout`` seconds (``None``: forever). ``headers`` go with every request,
-        the card's too (credentials); ``extensions`` are requested in ``A2A-Extensions``.
+        the card's too; ``extensions`` are requested in ``A2A-Extensions``.
+
+        ``trust`` verifies the card's signatures (``peerwire.security.Trust``) on the document
+        as received, before anything in it is used: an unsigned card (when the trust requires
+        signatures) or one whose signature does not verify raises ``CardSignatureError``.
+        ``credentials`` (``peerwire.client.auth.Credentials``) are chosen per call by the
+        card's security requirements (a skill's, for a message to that skill), so tokens are
+        renewed as they expire; a client certificate among them is presented on every TLS
+        connection (unless you pass your own ``http_client``, which then needs it).
 
         Await the result, or use it as ``async with Client.connect(...) as client``.
         """
@@ -127,6 +155,8 @@ class Client:
                 http_client=http_client,
                 extensions=tuple(extensions),
                 card_cache=card_cache,
+                trust=trust,
+                credentials=credentials,
             )
         )
 
@@ -144,13 +174,18 @@ class Client:
         http_client: httpx.AsyncClient | None,
         extensions: tuple[str, ...],
         card_cache: CardCache | None,
+        trust: Trust | None,
+        credentials: Credentials | None,
     ) -> Client:
         if app is not None and http_client is not None:
             raise ValueError("pass either app= (in-process) or http_client=, not both")
         owned: httpx.AsyncClient | None = None
         if http_client is None:
             http_transport = StreamingASGITransport(app) if app is not None else None
-            owned = http_client = httpx.AsyncClient(transport=http_transport, timeout=timeout)
+            tls = credentials.ssl_context() if credentials is not None and app is None else None
+            owned = http_client = httpx.AsyncClient(
+                transport=http_transport, timeout=timeout, verify=tls or True
+            )
         if card_cache is None:
             # Apps in one process may share a URL; their cards must not be confused.
             card_cache = CardCache() if app is not None else default_card_cache
@@ -161,6 +196,7 @@ class Client:
                 location,
                 headers={**headers, "A2A-Version": PROTOCOL_VERSION},
                 timeout=timeout,
+                check=_signature_check(trust, location) if trust is not None else None,
             )
             if transport is not None:
                 interface = _interface_of(card, transport)
@@ -170,6 +206,7 @@ class Client:
                     timeout=timeout,
                     stream_idle_timeout=stream_idle_timeout,
                     in_process=app is not None,
+                    client_tls=credentials.client_tls() if credentials is not None else None,
                 )
                 interface, transport = _choose(card, location, bindings, settings)
         except BaseException:
@@ -183,6 +220,7 @@ class Client:
             headers=headers,
             extensions=extensions,
             owned_http=owned,
+            credentials=credentials,
         )
 
     # -- what was chosen ------------------------------------------------------------------
@@ -231,8 +269,12 @@ class Client:
             metadata=metadata,
             configuration=_configuration(return_immediately, history_length, accepted_output_modes),
         )
-        response = await self._call("SendMessage", request, SendMessageResponse)
-        return response.payload
+        skill = self._skill_of(skill, task_id)
+        response = await self._call("SendMessage", request, SendMessageResponse, skill=skill)
+        payload = response.payload
+        if isinstance(payload, Task):
+            self._remember_skill(payload.id, skill)
+        return payload
 
     async def stream(
         self,
@@ -262,9 +304,13 @@ class Client:
             metadata=metadata,
             configuration=_configuration(False, history_length, accepted_output_modes),
         )
-        events = self._transport.stream("SendStreamingMessage", request, self._options)
+        skill = self._skill_of(skill, task_id)
+        options = await self._call_options(skill)
+        events = self._transport.stream("SendStreamingMessage", request, options)
         async with contextlib.aclosing(self._follower.follow(events)) as followed:
             async for payload in followed:
+                if isinstance(payload, Task):
+                    self._remember_skill(payload.id, skill)
                 yield payload
 
     async def _send_request(
@@ -351,7 +397,23 @@ class Client:
 
     def _resubscribe(self, task_id: str) -> AsyncIterator[StreamResponse]:
         request = SubscribeToTaskRequest(tenant=self._tenant, id=task_id)
-        return self._transport.stream("SubscribeToTask", request, self._options)
+        if self._credentials is None:
+            return self._transport.stream("SubscribeToTask", request, self._options)
+        return self._authorized_stream("SubscribeToTask", request)
+
+    async def _authorized_stream(
+        self, operation: str, request: Any
+    ) -> AsyncIterator[StreamResponse]:
+        """A stream opened with credentials chosen when it opens (a resubscription may come
+        long after the first call, with a token renewed meanwhile)."""
+        events = self._transport.stream(operation, request, await self._call_options())
+        try:
+            async for event in events:
+                yield event
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
 
     # -- push notification configs --------------------------------------------------------
 
@@ -437,8 +499,42 @@ class Client:
     ) -> None:
         await self.aclose()
 
-    async def _call(self, operation: str, request: Any, response_type: type[T]) -> T:
-        return await self._transport.call(operation, request, response_type, self._options)
+    async def _call(
+        self, operation: str, request: Any, response_type: type[T], *, skill: str | None = None
+    ) -> T:
+        options = await self._call_options(skill)
+        return await self._transport.call(operation, request, response_type, options)
+
+    # -- credentials ----------------------------------------------------------------------
+
+    async def _call_options(self, skill: str | None = None) -> CallOptions:
+        """The options of one call: the credentials the card asks for (a skill's, when the
+        call is a message to it) are chosen per call, so renewed tokens are picked up."""
+        if self._credentials is None:
+            return self._options
+        auth = await self._credentials.for_card(self._card, skill=skill)
+        if not auth.headers and not auth.query:
+            return self._options
+        return dataclasses.replace(
+            self._options,
+            headers={**self._options.headers, **auth.headers},
+            query=auth.query,
+        )
+
+    def _skill_of(self, skill: str | None, task_id: str | None) -> str | None:
+        """The skill a message goes to: named, or the one its task was started with (the
+        agent checks that skill's scopes on every follow-up)."""
+        if skill is None and task_id is not None:
+            return self._task_skills.get(task_id)
+        return skill
+
+    def _remember_skill(self, task_id: str, skill: str | None) -> None:
+        if skill is None or self._credentials is None:
+            return
+        self._task_skills[task_id] = skill
+        self._task_skills.move_to_end(task_id)
+        while len(self._task_skills) > _REMEMBERED_SKILLS:
+            self._task_skills.popitem(last=False)
 
 
 class _Connect:
@@ -463,6 +559,26 @@ class _Connect:
     ) -> None:
         if self._client is not None:
             await self._client.aclose()
+
+
+def _signature_check(trust: Trust, url: str) -> CardCheck:
+    """Verifies the card document as received with ``trust`` (the "security" extra)."""
+    from ..security.signing import verify_card_async
+
+    async def check(content: bytes) -> None:
+        try:
+            document = json.loads(content)
+        except ValueError:
+            raise InvalidAgentCardError(
+                f"The agent card at {url} is not JSON, so its signature cannot be checked",
+                url=url,
+            ) from None
+        try:
+            await verify_card_async(document, trust)
+        except CardSignatureError as exc:
+            raise CardSignatureError(f"{exc.message} (agent card at {url})", url=url) from None
+
+    return check
 
 
 def _choose(

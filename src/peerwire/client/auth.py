@@ -14,7 +14,9 @@ card asks for nothing.
   credentials grant (RFC 6749 §4.4), caches them per scope set and renews them before they
   expire (with the refresh token when the server issued one).
 * ``ClientCertificate``: for ``mtlsSecurityScheme``; contributes no header but an
-  ``ssl.SSLContext`` the HTTP client must be built with (``Credentials.ssl_context()``).
+  ``ssl.SSLContext`` the HTTP client must be built with (``Credentials.ssl_context()``), and
+  the same as PEM bytes for gRPC channels (``Credentials.client_tls()``). ``Client.connect``
+  uses both.
 
 Which credential serves which scheme: a credential given for a scheme name
 (``Credentials(by_scheme={"oidc": ...})``) serves that scheme; otherwise the first credential
@@ -28,6 +30,7 @@ configured token URL only, never to one read from a card.
 from __future__ import annotations
 
 import base64
+import re
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -42,6 +45,7 @@ import httpx
 from ..errors import A2AConnectionError, AuthenticationError, InvalidResponseError
 from ..security._fetch import check_fetch_url
 from ..types import AgentCard, SecurityRequirement, SecurityScheme
+from .transports.base import ClientTLS
 
 __all__ = [
     "APIKey",
@@ -184,8 +188,47 @@ class ClientCertificate:
         )
         return context
 
+    def tls_material(self) -> ClientTLS:
+        """The certificate chain, its key (decrypted in memory) and the trusted CAs as PEM
+        bytes: what a gRPC channel takes instead of an ``SSLContext``."""
+        certificates = self.certfile.read_bytes()
+        key_source = self.keyfile.read_bytes() if self.keyfile is not None else certificates
+        chain = b"\n".join(_PEM_CERTIFICATE.findall(certificates))
+        keys = _PEM_PRIVATE_KEY.findall(key_source)
+        if not chain or not keys:
+            raise ValueError(
+                f"{self.certfile} (with its key file) does not hold a PEM certificate and key"
+            )
+        return ClientTLS(
+            root_certificates=self.cafile.read_bytes() if self.cafile is not None else None,
+            private_key=_unencrypted(keys[0], self._password),
+            certificate_chain=chain,
+        )
+
     def __repr__(self) -> str:
         return f"ClientCertificate({str(self.certfile)!r})"
+
+
+_PEM_CERTIFICATE = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.S)
+_PEM_PRIVATE_KEY = re.compile(
+    rb"-----BEGIN ([A-Z ]*)PRIVATE KEY-----.+?-----END \1PRIVATE KEY-----", re.S
+)
+
+
+def _unencrypted(key: bytes, password: str | None) -> bytes:
+    """grpcio takes unencrypted PEM keys only: decrypt in memory when there is a password."""
+    if password is None and b"ENCRYPTED" not in key:
+        return key
+    from cryptography.hazmat.primitives import serialization
+
+    loaded = serialization.load_pem_private_key(
+        key, password.encode() if password is not None else None
+    )
+    return loaded.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
 
 
 # -- OAuth2 client credentials ----------------------------------------------------------------
@@ -393,9 +436,18 @@ class Credentials:
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context of the client certificate among these credentials, if any."""
+        certificate = self.client_certificate()
+        return certificate.ssl_context() if certificate is not None else None
+
+    def client_tls(self) -> ClientTLS | None:
+        """The client certificate among these credentials as PEM bytes (for gRPC), if any."""
+        certificate = self.client_certificate()
+        return certificate.tls_material() if certificate is not None else None
+
+    def client_certificate(self) -> ClientCertificate | None:
         for credential in (*self.by_scheme.values(), *self.credentials):
             if isinstance(credential, ClientCertificate):
-                return credential.ssl_context()
+                return credential
         return None
 
     def _choose(

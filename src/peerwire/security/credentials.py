@@ -7,8 +7,9 @@ Each binding builds one ``RequestCredentials`` per request and hands it to the
   string, cookies, and the client certificate chain when the server exposes the ASGI TLS
   extension (``scope["extensions"]["tls"]["client_cert_chain"]``, PEM, leaf first).
 * gRPC: ``RequestCredentials.from_headers(context.invocation_metadata(),
-  peer_certificate=PeerCertificate.from_pem_chain([...]))`` with the PEM the gRPC auth
-  context reports under ``x509_pem_cert`` (binary ``-bin`` metadata is ignored).
+  peer_certificate=PeerCertificate.from_pem_bundle(...))`` with the PEM the gRPC auth
+  context reports under ``x509_pem_cert_chain`` or ``x509_pem_cert`` (binary ``-bin``
+  metadata is ignored).
 
 A peer certificate may only be passed when the TLS layer received it in a completed
 handshake (the client proved it holds the private key). Chain validation happens again in
@@ -18,6 +19,7 @@ trust store still refuses certificates from another CA.
 
 from __future__ import annotations
 
+import re
 import ssl
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +47,18 @@ class PeerCertificate:
         if not pems:
             return None
         return cls.from_pem(pems[0], chain=pems[1:])
+
+    @classmethod
+    def from_pem_bundle(cls, bundle: str | bytes) -> PeerCertificate | None:
+        """From concatenated PEM certificates, leaf first (the gRPC auth context's form);
+        None when there are none."""
+        text = bundle.decode("ascii") if isinstance(bundle, bytes) else bundle
+        return cls.from_pem_chain(_PEM_CERTIFICATE.findall(text))
+
+
+_PEM_CERTIFICATE = re.compile(
+    r"-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]*?-----END CERTIFICATE-----"
+)
 
 
 def _der(pem: str | bytes) -> bytes:

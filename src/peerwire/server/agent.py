@@ -20,6 +20,7 @@ from ..errors import InvalidParamsError
 from ..types import (
     AgentCapabilities,
     AgentCard,
+    AgentExtension,
     AgentInterface,
     AgentProvider,
     AgentSkill,
@@ -107,6 +108,7 @@ class Agent:
         default_input_modes: Sequence[str] = ("text/plain", "application/json"),
         default_output_modes: Sequence[str] = ("text/plain", "application/json"),
         streaming: bool = True,
+        extensions: Sequence[AgentExtension] = (),
         security_schemes: dict[str, SecurityScheme] | None = None,
         security_requirements: Sequence[SecurityRequirement] = (),
         executor: AgentExecutor | None = None,
@@ -123,6 +125,9 @@ class Agent:
         self.default_input_modes = tuple(default_input_modes)
         self.default_output_modes = tuple(default_output_modes)
         self.streaming = streaming
+        # Every binding activates the requested ones it finds here, echoes them, and refuses
+        # requests that do not ask for a required one (ExtensionSupportRequiredError).
+        self.extensions = tuple(extensions)
         self.security_schemes = dict(security_schemes or {})
         self.security_requirements = tuple(security_requirements)
         self.task_timeout = task_timeout
@@ -280,6 +285,7 @@ class Agent:
             capabilities=AgentCapabilities(
                 streaming=self.streaming,
                 push_notifications=push_notifications,
+                extensions=list(self.extensions),
                 extended_agent_card=extended_agent_card,
             ),
             security_schemes=self.security_schemes,

@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..bindings import jsonrpc
 from ..bindings.sse import frame
 from ..errors import (
     A2AError,
-    AuthenticationError,
     ContentTypeNotSupportedError,
     InternalError,
     InvalidRequestError,
-    PermissionDeniedError,
 )
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
-from ..security.credentials import RequestCredentials
+from ._authn import authenticate_http, challenge_headers
 from ._http import BodyTooLarge as _BodyTooLarge
 from ._http import Headers as _Headers
 from ._http import Receive, Scope, Send, send_event_stream
@@ -39,7 +37,7 @@ from .dispatch import CallContext, Dispatcher, TaskStream
 from .rest import RestHandler
 
 if TYPE_CHECKING:
-    from ..security import Authenticator, Principal
+    from ..security import Authenticator
 
 __all__ = ["A2AApp", "ASGIApp"]
 
@@ -63,8 +61,11 @@ class A2AApp:
         keepalive_seconds: float = 15.0,
         lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
         authenticator: Authenticator | None = None,
+        documents: Mapping[str, bytes] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        # Public JSON documents by path (the push-signing JWKS), served like the card.
+        self._documents = dict(documents or {})
         # Checks every request but the public card; None: the card requires no credentials.
         self.authenticator = authenticator
         self.rpc_path = rpc_path
@@ -91,13 +92,9 @@ class A2AApp:
                 keepalive_seconds=keepalive_seconds,
                 supported_extensions=self._supported_extensions,
                 required_extensions=self._required_extensions,
+                authenticator=authenticator,
             )
         )
-        if authenticator is not None and self._rest is not None:
-            raise ValueError(
-                "the HTTP+JSON binding does not authenticate yet: with an authenticator, pass "
-                "rest_path=None so no binding serves the agent unauthenticated"
-            )
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -124,6 +121,8 @@ class A2AApp:
                 await self._jsonrpc(scope, receive, send)
             elif path == CARD_PATH:
                 await self._serve_card(scope, send)
+            elif path in self._documents:
+                await self._serve_document(scope, send, self._documents[path])
             elif self._rest is not None and self._rest.owns(path):
                 await self._rest(scope, receive, send)
             else:
@@ -170,6 +169,19 @@ class A2AApp:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
+    async def _serve_document(self, scope: Scope, send: Send, document: bytes) -> None:
+        if scope["method"] not in ("GET", "HEAD"):
+            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET, HEAD")])
+            return
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"cache-control", b"max-age=%d" % self._card_max_age),
+            (b"content-length", b"%d" % len(document)),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        body = b"" if scope["method"] == "HEAD" else document
+        await send({"type": "http.response.body", "body": body})
+
     # -- JSON-RPC -----------------------------------------------------------------------------
 
     async def _jsonrpc(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -186,15 +198,11 @@ class A2AApp:
             )
             await _respond(send, 413, jsonrpc.encode_error(b"null", error))
             return
-        principal: Principal | None = None
-        if self.authenticator is not None:
-            try:
-                principal = await self.authenticator.authenticate(
-                    RequestCredentials.from_asgi(scope)
-                )
-            except A2AError as error:
-                await self._jsonrpc_error(send, jsonrpc.request_id_of(body), error)
-                return
+        try:
+            principal = await authenticate_http(self.authenticator, scope)
+        except A2AError as error:
+            await self._jsonrpc_error(send, jsonrpc.request_id_of(body), error)
+            return
         try:
             if not _is_json(headers.content_type):
                 raise ContentTypeNotSupportedError(
@@ -244,17 +252,7 @@ class A2AApp:
     ) -> None:
         """An error response; authentication and permission errors at HTTP level (401 with
         ``WWW-Authenticate``, 403), the others as HTTP 200 (facts §6.1, §7.3)."""
-        headers = list(extra or [])
-        challenge = ""
-        if isinstance(error, AuthenticationError):
-            # RFC 9110 §15.5.2: a 401 always carries a challenge.
-            challenge = error.www_authenticate or (
-                self.authenticator.challenge() if self.authenticator is not None else "Bearer"
-            )
-        elif isinstance(error, PermissionDeniedError):
-            challenge = error.www_authenticate  # RFC 6750 insufficient_scope, when known
-        if challenge:
-            headers.append((b"www-authenticate", challenge.encode("latin-1")))
+        headers = [*(extra or []), *challenge_headers(error, self.authenticator)]
         status = jsonrpc.response_status(error)
         await _respond(send, status, jsonrpc.encode_error(request_id, error), headers)
 

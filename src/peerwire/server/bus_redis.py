@@ -35,7 +35,7 @@ import secrets
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 from redis.typing import KeyT, StreamIdT
 
@@ -91,6 +91,8 @@ return 1
 _RETRY_FIRST_S = 0.05
 _RETRY_MAX_S = 2.0
 _WAKE_TTL_MS = 3_600_000
+_STOP_ATTEMPTS = 200
+_STOP_WAIT_S = 0.05
 
 
 class _Followed:
@@ -103,10 +105,9 @@ class _Followed:
         self.cursors: dict[Subscription, EntryId] = {}
         self.unstarted: set[Subscription] = set()
 
-    def position(self) -> str:
+    def position(self) -> EntryId:
         """Where the next read starts: the least advanced subscription's position."""
-        ms, seq = min(self.cursors.values())
-        return f"{ms}-{seq}"
+        return min(self.cursors.values())
 
 
 class RedisBus:
@@ -116,7 +117,8 @@ class RedisBus:
     ``read_count`` the most entries read per stream and round trip. Streams keep at most about
     ``max_stream_length`` entries, which bounds how far behind a subscriber may start; they
     expire ``stream_ttl`` seconds after their last event, or ``terminal_ttl`` seconds after the
-    task's terminal one. ``socket_timeout`` bounds every other Redis command.
+    task's terminal one. ``socket_timeout`` bounds every other Redis command, and the wait
+    for one of the ``max_connections`` pooled connections publishing uses.
     """
 
     def __init__(
@@ -130,13 +132,14 @@ class RedisBus:
         stream_ttl: float = 86_400.0,
         terminal_ttl: float = 300.0,
         socket_timeout: float = 10.0,
+        max_connections: int = 32,
     ) -> None:
         if not prefix or any(c.isspace() for c in prefix):
             raise ValueError(f"prefix must be a non-empty name without spaces, got {prefix!r}")
         if block_seconds <= 0 or socket_timeout <= 0:
             raise ValueError("block_seconds and socket_timeout must be positive")
-        if read_count < 1 or max_stream_length < 1:
-            raise ValueError("read_count and max_stream_length must be at least 1")
+        if read_count < 1 or max_stream_length < 1 or max_connections < 1:
+            raise ValueError("read_count, max_stream_length and max_connections must be >= 1")
         if stream_ttl <= 0 or terminal_ttl <= 0:
             raise ValueError("stream_ttl and terminal_ttl must be positive")
         self.url = url
@@ -147,6 +150,7 @@ class RedisBus:
         self.stream_ttl = stream_ttl
         self.terminal_ttl = terminal_ttl
         self.socket_timeout = socket_timeout
+        self.max_connections = max_connections
         self._client: Redis | None = None
         self._reader: Redis | None = None
         self._publish: Any = None  # redis-py's AsyncScript, typed loosely by redis-py
@@ -178,11 +182,16 @@ class RedisBus:
             return
         if self._closed:
             raise RuntimeError("this RedisBus was closed; create a new one")
-        client = Redis.from_url(
+        # Blocking: under a burst of publishes, wait (up to socket_timeout) for a connection
+        # rather than fail at the pool's limit.
+        pool = BlockingConnectionPool.from_url(
             self.url,
+            max_connections=self.max_connections,
+            timeout=self.socket_timeout,
             socket_timeout=self.socket_timeout,
             socket_connect_timeout=self.socket_timeout,
         )
+        client = Redis.from_pool(pool)  # the client owns the pool: aclose() closes both
         # Its own connection: a blocking XREAD would hold a pooled one for block_seconds.
         reader = Redis.from_url(
             self.url,
@@ -210,10 +219,7 @@ class RedisBus:
         """Stop the reader, close every subscription and the connections."""
         self._closed = True
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await _stop(tasks)
         for followed in list(self._followed.values()):
             for subscription in [*followed.unstarted, *followed.cursors]:
                 subscription.close()
@@ -297,41 +303,50 @@ class RedisBus:
     # -- background tasks -------------------------------------------------------------------
 
     async def _read_forever(self, reader: Redis) -> None:
-        block_ms = max(1, round(self.block_seconds * 1000))
         delay = _RETRY_FIRST_S
         failing = False
         while True:
-            # Reset before the key set is taken: a subscription starting from here on wakes
-            # the XREAD below, even one whose wake-up reaches Redis before the XREAD does.
-            self._wake_pending = False
-            streams: dict[KeyT, StreamIdT] = {self._wake_key: self._wake_seen}
-            for key, followed in self._followed.items():
-                if followed.cursors:
-                    streams[key] = followed.position()
             try:
-                # RESP2 (redis-py's default): [[key, [(id, {field: value})]]], or None.
-                reply = cast(
-                    _XReadReply,
-                    await reader.xread(streams, count=self.read_count, block=block_ms),
-                )
+                await self._read_once(reader)
             except (RedisError, OSError) as exc:
                 if not failing:
                     log.warning("peerwire: reading the Redis event bus failed, retrying: %s", exc)
-                failing = True
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX_S)
-                continue
-            if failing:
-                log.warning("peerwire: reading the Redis event bus works again")
+            except Exception:  # a bug must not silently end every subscription's events
+                log.exception("peerwire: the Redis event bus reader failed, retrying")
+            else:
+                if failing:
+                    log.warning("peerwire: reading the Redis event bus works again")
                 failing, delay = False, _RETRY_FIRST_S
-            for raw_key, entries in reply or ():
-                key = raw_key.decode()
-                if key == self._wake_key:
-                    self._wake_seen = entries[-1][0].decode()
-                    continue
-                reading = self._followed.get(key)
-                if reading is not None:
-                    _deliver(reading, entries)
+                continue
+            failing = True
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _RETRY_MAX_S)
+
+    async def _read_once(self, reader: Redis) -> None:
+        """One blocking XREAD over every started subscription's stream, and its delivery."""
+        # Reset before the positions are taken: a subscription starting from here on wakes
+        # the XREAD below, even one whose wake-up reaches Redis before the XREAD does.
+        self._wake_pending = False
+        positions = {
+            key: followed.position() for key, followed in self._followed.items() if followed.cursors
+        }
+        streams: dict[KeyT, StreamIdT] = {self._wake_key: self._wake_seen}
+        streams.update((key, f"{ms}-{seq}") for key, (ms, seq) in positions.items())
+        # RESP2-shaped (redis-py converts): [[key, [(id, {field: value})]]], or None.
+        reply = cast(
+            _XReadReply,
+            await reader.xread(
+                streams, count=self.read_count, block=max(1, round(self.block_seconds * 1000))
+            ),
+        )
+        for raw_key, entries in reply or ():
+            key = raw_key.decode()
+            if key == self._wake_key:
+                self._wake_seen = entries[-1][0].decode()
+                continue
+            followed = self._followed.get(key)
+            if followed is not None:
+                _deliver(followed, positions[key], entries)
 
     async def _wake_forever(self, client: Redis) -> None:
         while True:
@@ -347,12 +362,37 @@ class RedisBus:
                 log.debug("peerwire: waking the Redis bus reader failed: %s", exc)
 
 
-def _deliver(followed: _Followed, entries: _Entries) -> None:
+async def _stop(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel ``tasks`` and wait for them to end.
+
+    Cancelled again until they do: on Python 3.11, ``asyncio.wait_for`` (which redis-py wraps
+    around sending a command) drops a cancellation that arrives as the send completes
+    (CPython gh-86296), and the task then goes on to block in its read.
+    """
+    pending = {task for task in tasks if not task.done()}
+    for _ in range(_STOP_ATTEMPTS):
+        if not pending:
+            break
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=_STOP_WAIT_S)
+    for task in tasks:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            log.error("peerwire: a Redis bus task failed", exc_info=task.exception())
+
+
+def _deliver(followed: _Followed, read_from: EntryId, entries: _Entries) -> None:
+    """Hand ``entries`` (read after ``read_from``) to the subscriptions they continue.
+
+    A subscription that started further back while the read was under way is left for the
+    next read, which starts at its position: given these, it would skip what lies between.
+    """
+    covered = [s for s, cursor in followed.cursors.items() if cursor >= read_from]
     for raw_id, fields in entries:
         entry_id = _entry_id(raw_id)
         item = _event(entry_id, fields)
-        for subscription, cursor in followed.cursors.items():
-            if entry_id > cursor:
+        for subscription in covered:
+            if entry_id > followed.cursors[subscription]:
                 followed.cursors[subscription] = entry_id
                 if item is not None:
                     subscription.put(*item)

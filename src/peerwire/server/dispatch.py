@@ -18,6 +18,7 @@ from .._ids import new_id
 from ..errors import (
     AuthenticationError,
     ExtendedAgentCardNotConfiguredError,
+    FieldViolation,
     InternalError,
     InvalidParamsError,
     PermissionDeniedError,
@@ -63,6 +64,7 @@ from ..types import (
 )
 from .agent import Agent, Skill
 from .bus import BusEvent, EventBus, Subscription
+from .push_configs import PushConfigPolicy
 from .runner import Runner
 from .stores.base import TaskStore
 
@@ -107,6 +109,7 @@ class Dispatcher:
         card: Callable[[], AgentCard],
         *,
         extended_card: Callable[[CallContext], AgentCard | None] | None = None,
+        push_configs: PushConfigPolicy | None = None,
     ) -> None:
         self.agent = agent
         self.store = store
@@ -114,6 +117,8 @@ class Dispatcher:
         self.runner = runner
         self._card = card
         self._extended_card = extended_card
+        # None: push notifications are not offered (the card says so too).
+        self.push_configs = push_configs
 
     # -- SendMessage / SendStreamingMessage -----------------------------------------------------
 
@@ -121,7 +126,8 @@ class Dispatcher:
         self, request: SendMessageRequest, call: CallContext = _ANONYMOUS
     ) -> SendMessageResponse:
         history_length = self._check_send(request)
-        started = await self._start(request, call)
+        push = await self._inline_push_config(request)
+        started = await self._start(request, call, push)
         if isinstance(started, Message):
             return SendMessageResponse(message=started)
         task_id, subscription, seen, _ = started
@@ -138,7 +144,8 @@ class Dispatcher:
     ) -> TaskStream:
         self._check_streaming()
         history_length = self._check_send(request)
-        started = await self._start(request, call)
+        push = await self._inline_push_config(request)
+        started = await self._start(request, call, push)
         if isinstance(started, Message):
             return TaskStream(StreamResponse(message=started))
         task_id, subscription, version, task = started
@@ -158,18 +165,63 @@ class Dispatcher:
         if config is None:
             return None
         check_history_length(config.history_length, "configuration.historyLength")
-        if config.task_push_notification_config is not None:
+        if config.task_push_notification_config is not None and self.push_configs is None:
             raise PushNotificationNotSupportedError(
                 "This agent does not support push notifications "
                 "(configuration.taskPushNotificationConfig)"
             )
         return config.history_length
 
+    async def _inline_push_config(
+        self, request: SendMessageRequest
+    ) -> TaskPushNotificationConfig | None:
+        """The inline push config of a send, checked before anything is created or stored
+        (its task id is bound once the task exists)."""
+        config = request.configuration
+        inline = None if config is None else config.task_push_notification_config
+        if inline is None:
+            return None
+        policy = self._push_policy()
+        field = "configuration.taskPushNotificationConfig."
+        if inline.task_id and inline.task_id != request.message.task_id:
+            raise InvalidParamsError(
+                "configuration.taskPushNotificationConfig.taskId must be empty or the "
+                "message's taskId: the config is registered for the task this message "
+                "creates or continues",
+                field_violations=(
+                    FieldViolation(field=f"{field}taskId", description="not this task"),
+                ),
+            )
+        policy.check_form(inline, field=field)
+        await policy.check_address(inline, field=field)
+        return inline
+
+    async def _register_push_config(
+        self, config: TaskPushNotificationConfig, task_id: str
+    ) -> TaskPushNotificationConfig:
+        """Store an accepted config for ``task_id`` (an id assigned if it had none), within
+        the per-task cap; the task's later events are pushed to it."""
+        policy = self._push_policy()
+        stored = msgspec.structs.replace(config, id=config.id or new_id(), task_id=task_id)
+        existing = await self.store.list_push_configs(task_id)
+        if len(existing) >= policy.max_per_task and all(c.id != stored.id for c in existing):
+            raise InvalidParamsError(
+                f"Task {task_id} already has {len(existing)} push notification configs, the "
+                f"most this agent accepts; delete one first",
+                metadata={"taskId": task_id},
+            )
+        await self.store.save_push_config(stored)
+        return stored
+
     async def _start(
-        self, request: SendMessageRequest, call: CallContext
+        self,
+        request: SendMessageRequest,
+        call: CallContext,
+        push: TaskPushNotificationConfig | None = None,
     ) -> Message | tuple[str, Subscription, int, Task | None]:
         """Create or continue the task and start its handler, with a subscription opened first.
 
+        ``push`` (an accepted inline config) is registered before the handler can emit.
         Returns the reply of a message skill, or ``(task_id, subscription, version, task)``:
         the subscription's events follow ``version``, which ``task`` (the task at creation;
         ``None`` for a continued task) is at.
@@ -183,10 +235,11 @@ class Dispatcher:
         decision = resolve_continuation(message, existing)
         if isinstance(decision, Continue):
             assert record is not None
-            return await self._continue(decision, message, record, request.tenant, call)
+            return await self._continue(decision, message, record, request.tenant, call, push)
         skill = self.agent.route(message)
         _check_scopes(skill, call)
         if skill.replies_with_message:
+            # A direct reply creates no task: there is nothing to push about.
             return await self._reply(skill, message, decision.context_id)
         self.runner.check_capacity()
         task_id, context_id = new_id(), decision.context_id or new_id()
@@ -202,6 +255,8 @@ class Dispatcher:
         # Taken before the handler can run: a stream starts from the task as it was created.
         snapshot, version = record.snapshot(history_length=_history_length(request)), record.version
         await self.store.create(record, tenant=request.tenant, owner=call.owner)
+        if push is not None:
+            await self._register_push_config(push, task_id)
         subscription = self.bus.subscribe(task_id)
         self.runner.start(
             skill,
@@ -220,6 +275,7 @@ class Dispatcher:
         record: TaskRecord,
         tenant: str,
         call: CallContext,
+        push: TaskPushNotificationConfig | None = None,
     ) -> tuple[str, Subscription, int, None]:
         task_id, context_id = decision.task_id, decision.context_id
         follow_up = msgspec.structs.replace(message, context_id=context_id)
@@ -228,6 +284,8 @@ class Dispatcher:
         # reached AUTH_REQUIRED) authorize nothing later (facts §4.3, in-task authorization).
         skill = self.agent.route(history[0]) if history else self.agent.route(follow_up)
         _check_scopes(skill, call)
+        if push is not None:
+            await self._register_push_config(push, task_id)
         # What this message continues from: a blocking send waits for the events after it.
         seen = record.version
         subscription = self.bus.subscribe(task_id)
@@ -265,6 +323,7 @@ class Dispatcher:
     # -- tasks ----------------------------------------------------------------------------------
 
     async def get_task(self, request: GetTaskRequest, call: CallContext = _ANONYMOUS) -> Task:
+        _check_task_id(request.id)
         check_history_length(request.history_length)
         record = await self._load(request.id, request.tenant, call.owner)
         return record.snapshot(history_length=request.history_length)
@@ -281,6 +340,7 @@ class Dispatcher:
         )
 
     async def cancel_task(self, request: CancelTaskRequest, call: CallContext = _ANONYMOUS) -> Task:
+        _check_task_id(request.id)
         record = await self._load(request.id, request.tenant, call.owner)
         await self.runner.cancel(record.id, record.context_id, record.state)
         record = await self._load(request.id, request.tenant, call.owner)
@@ -295,6 +355,7 @@ class Dispatcher:
         self, request: SubscribeToTaskRequest, call: CallContext = _ANONYMOUS
     ) -> TaskStream:
         self._check_streaming()
+        _check_task_id(request.id)
         subscription = self.bus.subscribe(request.id)
         try:
             record = await self._load(request.id, request.tenant, call.owner)
@@ -312,27 +373,63 @@ class Dispatcher:
         # subscribes to see it resume (the stream closes at the next closing state).
         return TaskStream(StreamResponse(task=snapshot), subscription, record.version)
 
-    # -- push notification configs (not offered yet) -------------------------------------------
+    # -- push notification configs ---------------------------------------------------------------
+    # A config belongs to its task: the task is loaded with the caller's owner first, so the
+    # configs of someone else's task are as missing as the task (facts §2.3 (8), §10.1).
 
     async def create_task_push_notification_config(
         self, request: TaskPushNotificationConfig, call: CallContext = _ANONYMOUS
     ) -> TaskPushNotificationConfig:
-        raise _push_unsupported()
+        policy = self._push_policy()
+        _require_task_id(request.task_id)
+        policy.check_form(request)
+        record = await self._load(request.task_id, request.tenant, call.owner)
+        await policy.check_address(request)
+        return await self._register_push_config(request, record.id)
 
     async def get_task_push_notification_config(
         self, request: GetTaskPushNotificationConfigRequest, call: CallContext = _ANONYMOUS
     ) -> TaskPushNotificationConfig:
-        raise _push_unsupported()
+        self._push_policy()
+        _require_task_id(request.task_id)
+        record = await self._load(request.task_id, request.tenant, call.owner)
+        config = await self.store.get_push_config(record.id, request.id) if request.id else None
+        if config is None:
+            # There is no "config not found" error: a missing config is TaskNotFoundError.
+            raise TaskNotFoundError(
+                f"Task {record.id} has no push notification config {request.id!r}",
+                metadata={"taskId": record.id, "configId": request.id},
+            )
+        return config
 
     async def list_task_push_notification_configs(
         self, request: ListTaskPushNotificationConfigsRequest, call: CallContext = _ANONYMOUS
     ) -> ListTaskPushNotificationConfigsResponse:
-        raise _push_unsupported()
+        self._push_policy()
+        _require_task_id(request.task_id)
+        if request.page_size < 0:
+            raise InvalidParamsError(
+                "pageSize must not be negative",
+                field_violations=(FieldViolation(field="pageSize", description="negative"),),
+            )
+        if request.page_token:
+            # Every config comes on the first page (a task has few), so no token was issued.
+            raise InvalidParamsError(
+                "pageToken is not one this agent issued",
+                field_violations=(FieldViolation(field="pageToken", description="unknown"),),
+            )
+        record = await self._load(request.task_id, request.tenant, call.owner)
+        configs = await self.store.list_push_configs(record.id)
+        return ListTaskPushNotificationConfigsResponse(configs=configs)
 
     async def delete_task_push_notification_config(
         self, request: DeleteTaskPushNotificationConfigRequest, call: CallContext = _ANONYMOUS
     ) -> None:
-        raise _push_unsupported()
+        self._push_policy()
+        _require_task_id(request.task_id)
+        record = await self._load(request.task_id, request.tenant, call.owner)
+        # Idempotent: deleting a config that is not there (any more) succeeds.
+        await self.store.delete_push_config(record.id, request.id)
 
     # -- cards ----------------------------------------------------------------------------------
 
@@ -355,6 +452,11 @@ class Dispatcher:
 
     # -- helpers --------------------------------------------------------------------------------
 
+    def _push_policy(self) -> PushConfigPolicy:
+        if self.push_configs is None or not self._card().capabilities.push_notifications:
+            raise _push_unsupported()
+        return self.push_configs
+
     def _check_streaming(self) -> None:
         if not self._card().capabilities.streaming:
             raise UnsupportedOperationError("This agent does not support streaming")
@@ -370,6 +472,16 @@ class Dispatcher:
     ) -> Task:
         record = await self._load(task_id, tenant, owner)
         return record.snapshot(history_length=history_length)
+
+
+def _check_task_id(task_id: str) -> None:
+    # ProtoJSON and protobuf cannot tell an empty id from a missing one: either way the REQUIRED
+    # id is absent, a validation error on every binding (REST finds it in its path already).
+    if not task_id:
+        raise InvalidParamsError(
+            "id is required: the id of the task",
+            field_violations=(FieldViolation(field="id", description="must not be empty"),),
+        )
 
 
 def _check_scopes(skill: Skill, call: CallContext) -> None:
@@ -392,6 +504,14 @@ def _message_argument(kind: str, message: Message) -> object:
 
 def _history_length(request: SendMessageRequest) -> int | None:
     return None if request.configuration is None else request.configuration.history_length
+
+
+def _require_task_id(task_id: str) -> None:
+    if not task_id:
+        raise InvalidParamsError(
+            "taskId is required: push notification configs belong to a task",
+            field_violations=(FieldViolation(field="taskId", description="required"),),
+        )
 
 
 def _push_unsupported() -> PushNotificationNotSupportedError:

@@ -11,6 +11,14 @@ Service parameters come from the call metadata: ``a2a-version`` (checked as on t
 bindings, honouring the lenient option) and ``a2a-extensions``; the extensions that were
 activated are echoed in the initial metadata. Errors leave as status code + message + a
 ``google.rpc.Status`` with ``ErrorInfo`` (and ``BadRequest``) in ``grpc-status-details-bin``.
+
+Authentication comes first, as on the HTTP bindings, from the same ``Authenticator``: the
+metadata stands in for the headers (``authorization``, an API key under its header name in
+lower case, ``cookie``), and the client certificate of a mutual-TLS connection comes from the
+auth context (``x509_pem_cert_chain`` / ``x509_pem_cert``, verified by the TLS handshake).
+gRPC has no query string, so a scheme that wants its API key in the query cannot be satisfied
+here. Refusals are UNAUTHENTICATED / PERMISSION_DENIED with ErrorInfo, and the challenge an
+HTTP binding would send in ``WWW-Authenticate`` as trailing metadata of that name.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import grpc.aio
@@ -28,8 +36,14 @@ from ..bindings.grpc.service import RPCS, SERVICE, Rpc
 from ..bindings.grpc.status import DETAILS_KEY, encode_status
 from ..errors import A2AError, InternalError
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
+from ..security.credentials import PeerCertificate, RequestCredentials
 from ..types import Model
+from ._authn import challenge_headers
 from .dispatch import CallContext, Dispatcher, TaskStream
+from .tls import ServerTLS
+
+if TYPE_CHECKING:
+    from ..security import Authenticator, Principal
 
 __all__ = [
     "DEFAULT_MAX_RECEIVE_BYTES",
@@ -53,9 +67,17 @@ Streaming = Callable[[bytes, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[
 class GrpcService:
     """``lf.a2a.v1.A2AService`` for one dispatcher; ``handler()`` is what a grpc server takes."""
 
-    def __init__(self, dispatcher: Dispatcher, *, lenient_version: bool = False) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        lenient_version: bool = False,
+        authenticator: Authenticator | None = None,
+    ) -> None:
         self.dispatcher = dispatcher
         self.lenient_version = lenient_version
+        # None: the card requires no credentials and every caller is anonymous.
+        self.authenticator = authenticator
         extensions = dispatcher.card().capabilities.extensions
         self._supported_extensions = tuple(e.uri for e in extensions)
         self._required_extensions = tuple(e.uri for e in extensions if e.required)
@@ -80,7 +102,7 @@ class GrpcService:
                 result = await operation(request, call)
                 return b"" if result is None else to_bytes(result)
             except A2AError as error:
-                await _abort(context, error)
+                await _abort(context, error, self.authenticator)
             except Exception:
                 log.exception("peerwire: gRPC %s failed", rpc.name)
                 await _abort(context, _internal())
@@ -103,7 +125,7 @@ class GrpcService:
                 async for event in stream:
                     yield to_bytes(event)
             except A2AError as error:
-                await _abort(context, error)
+                await _abort(context, error, self.authenticator)
             except Exception:
                 log.exception("peerwire: gRPC %s failed", rpc.name)
                 await _abort(context, _internal())
@@ -116,7 +138,9 @@ class GrpcService:
     async def _accept(
         self, rpc: Rpc, payload: bytes, context: grpc.aio.ServicerContext[Any, Any]
     ) -> tuple[Model, CallContext]:
-        """Check the service parameters and decode the request, in the HTTP bindings' order."""
+        """Authenticate, check the service parameters and decode the request, in the HTTP
+        bindings' order."""
+        principal = await self._authenticate(context)
         version: str | None = None
         requested: list[str] = []
         for key, value in context.invocation_metadata() or ():
@@ -133,19 +157,47 @@ class GrpcService:
             await context.send_initial_metadata(
                 (("a2a-extensions", format_extensions(extensions)),)
             )
-        return request, CallContext(extensions=extensions)
+        return request, CallContext.of(principal, extensions)
+
+    async def _authenticate(self, context: grpc.aio.ServicerContext[Any, Any]) -> Principal | None:
+        if self.authenticator is None:
+            return None
+        return await self.authenticator.authenticate(call_credentials(context))
+
+
+def call_credentials(context: grpc.aio.ServicerContext[Any, Any]) -> RequestCredentials:
+    """What a gRPC call presents: its metadata, and the client certificate of its TLS
+    connection (only ever one the handshake verified)."""
+    auth = context.auth_context() or {}
+    pems = auth.get("x509_pem_cert_chain") or auth.get("x509_pem_cert") or ()
+    try:
+        peer = PeerCertificate.from_pem_bundle(b"".join(pems)) if pems else None
+    except ValueError:
+        # Unreadable: kept as an empty certificate, which an mTLS verifier refuses.
+        peer = PeerCertificate(der=b"")
+    return RequestCredentials.from_headers(
+        context.invocation_metadata() or (), peer_certificate=peer
+    )
 
 
 def _internal() -> InternalError:
     return InternalError("Internal error: the server failed while handling this request")
 
 
-async def _abort(context: grpc.aio.ServicerContext[Any, Any], error: A2AError) -> None:
+async def _abort(
+    context: grpc.aio.ServicerContext[Any, Any],
+    error: A2AError,
+    authenticator: Authenticator | None = None,
+) -> None:
     code, message, details = encode_status(error)
+    challenge = tuple(
+        (name.decode(), value.decode("latin-1"))
+        for name, value in challenge_headers(error, authenticator)
+    )
     await context.abort(
         _STATUS_CODES.get(code, grpc.StatusCode.UNKNOWN),
         message,
-        trailing_metadata=((DETAILS_KEY, details),),
+        trailing_metadata=((DETAILS_KEY, details), *challenge),
     )
 
 
@@ -163,9 +215,13 @@ async def start_grpc_server(
     *,
     lenient_version: bool = False,
     max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES,
+    authenticator: Authenticator | None = None,
+    tls: ServerTLS | None = None,
 ) -> tuple[grpc.aio.Server, int]:
-    """Start serving ``dispatcher`` over gRPC (without TLS) on ``host:port``; ``0``: a free port.
+    """Start serving ``dispatcher`` over gRPC on ``host:port``; ``0``: a free port.
 
+    ``authenticator`` checks every call (``None``: callers are anonymous); ``tls`` serves
+    with TLS, and mutual TLS when it requires client certificates (``None``: plaintext).
     Returns the started server and the port it is bound to. Stop it with ``await
     server.stop(grace)``. Raises ``OSError`` when the address cannot be bound.
     """
@@ -178,11 +234,18 @@ async def start_grpc_server(
         ]
     )
     server.add_generic_rpc_handlers(
-        (GrpcService(dispatcher, lenient_version=lenient_version).handler(),)
+        (
+            GrpcService(
+                dispatcher, lenient_version=lenient_version, authenticator=authenticator
+            ).handler(),
+        )
     )
     address = grpc_address(host, port)
     try:
-        bound = server.add_insecure_port(address)
+        if tls is None:
+            bound = server.add_insecure_port(address)
+        else:
+            bound = server.add_secure_port(address, tls.grpc_credentials())
     except RuntimeError as exc:
         raise OSError(f"cannot listen for gRPC on {address}: {exc}") from None
     if bound == 0:
@@ -200,8 +263,11 @@ async def serving_grpc(
     lenient_version: bool = False,
     max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES,
     grace: float = 10.0,
+    authenticator: Authenticator | None = None,
+    tls: ServerTLS | None = None,
 ) -> AsyncIterator[int]:
-    """Serve gRPC for the duration of the block; yields the bound port.
+    """Serve gRPC for the duration of the block; yields the bound port (options as for
+    ``start_grpc_server``).
 
     On exit new calls are refused and running ones get ``grace`` seconds before they are
     cancelled (their clients see CANCELLED and can resubscribe elsewhere).
@@ -212,6 +278,8 @@ async def serving_grpc(
         port,
         lenient_version=lenient_version,
         max_receive_bytes=max_receive_bytes,
+        authenticator=authenticator,
+        tls=tls,
     )
     log.info("peerwire: serving gRPC on %s", grpc_address(host, bound))
     try:

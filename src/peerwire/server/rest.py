@@ -2,19 +2,23 @@
 
 ``A2AApp`` hands every request under the REST prefix (default ``/rest``) to ``RestHandler``.
 The codec (``bindings/rest.py``) matches the route and builds the typed request; this module
-does the HTTP around it: body limits, content type, ``A2A-Version`` (header or query),
-``A2A-Extensions`` (required ones enforced, active ones echoed), then one dispatcher call.
+does the HTTP around it: authentication (as on JSON-RPC: before anything is parsed), body
+limits, content type, ``A2A-Version`` (header or query), ``A2A-Extensions`` (required ones
+enforced, active ones echoed), then one dispatcher call on behalf of the caller.
 Success is 200 ``application/a2a+json`` (``{}`` for Empty); the two streaming routes answer
 SSE whose ``data:`` lines are bare ``StreamResponse`` objects. Every failure is a
 google.rpc.Status document with the status of the wire table, decided before any state
 changes; an error after a stream started travels as a last ``event: error`` frame (the
-reference SDK's form) holding the same document.
+reference SDK's form) holding the same document. Refusals: 401 ``UNAUTHENTICATED`` with a
+``WWW-Authenticate`` challenge, 403 ``PERMISSION_DENIED`` (with an ``insufficient_scope``
+challenge when the scopes are known).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ..bindings import rest
@@ -22,6 +26,7 @@ from ..bindings.sse import frame
 from ..errors import A2AError, InternalError, InvalidRequestError
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
 from ..types import encode
+from ._authn import authenticate_http, challenge_headers
 from ._http import (
     BodyTooLarge,
     Headers,
@@ -34,6 +39,9 @@ from ._http import (
     send_event_stream,
 )
 from .dispatch import CallContext, Dispatcher
+
+if TYPE_CHECKING:
+    from ..security import Authenticator
 
 __all__ = ["RestHandler"]
 
@@ -57,8 +65,11 @@ class RestHandler:
         keepalive_seconds: float = 15.0,
         supported_extensions: Iterable[str] = (),
         required_extensions: Iterable[str] = (),
+        authenticator: Authenticator | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        # None: the card requires no credentials and every caller is anonymous.
+        self.authenticator = authenticator
         self.prefix = prefix.rstrip("/")
         self.max_body_bytes = max_body_bytes
         self.lenient_version = lenient_version
@@ -74,13 +85,14 @@ class RestHandler:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
         try:
+            principal = await authenticate_http(self.authenticator, scope)
             found = rest.match_route(method, self._relative_path(scope))
         except A2AError as error:
-            await _error(send, error)
+            await self._error(send, error)
             return
         if isinstance(found, rest.MethodNotAllowed):
             allow = [(b"allow", ", ".join(found.allow).encode())]
-            await _error(send, found.error(), http_status=405, extra=allow)
+            await self._error(send, found.error(), http_status=405, extra=allow)
             return
         route = found.route
         headers = Headers(scope)
@@ -93,7 +105,7 @@ class RestHandler:
                     f"Request payload validation error: the body is larger than "
                     f"{self.max_body_bytes} bytes"
                 )
-                await _error(send, too_large, http_status=413)
+                await self._error(send, too_large, http_status=413)
                 return
         try:
             if body.strip():
@@ -110,22 +122,22 @@ class RestHandler:
                 self._required_extensions,
             )
         except A2AError as error:
-            await _error(send, error)
+            await self._error(send, error)
             return
-        call = CallContext(extensions=extensions)
+        call = CallContext.of(principal, extensions)
         extra = [(_EXTENSIONS_HEADER, format_extensions(extensions).encode())] if extensions else []
         operation = getattr(self.dispatcher, route.dispatch)
         try:
             result = await operation(request, call)
         except A2AError as error:
-            await _error(send, error, extra=extra)
+            await self._error(send, error, extra=extra)
             return
         except Exception:
             log.exception("peerwire: %s failed", route.operation)
             internal = InternalError(
                 "Internal error: the server failed while handling this request"
             )
-            await _error(send, internal, extra=extra)
+            await self._error(send, internal, extra=extra)
             return
         if not route.streaming:
             payload = b"{}" if result is None else encode(result)
@@ -152,6 +164,18 @@ class RestHandler:
         decoded: str = scope["path"][len(self.prefix) :]
         return quote(decoded, safe="/:@!$&'()*+,;=-._~")
 
+    async def _error(
+        self,
+        send: Send,
+        error: A2AError,
+        *,
+        http_status: int | None = None,
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        status, body = rest.encode_error(error, http_status=http_status)
+        headers = [*(extra or []), *challenge_headers(error, self.authenticator)]
+        await respond(send, status, body, headers, content_type=_A2A_JSON)
+
 
 def _event_frame(item: object) -> bytes:
     return frame(encode(item))
@@ -159,14 +183,3 @@ def _event_frame(item: object) -> bytes:
 
 def _error_frame(error: A2AError) -> bytes:
     return frame(rest.encode_stream_error(error), _ERROR_EVENT)
-
-
-async def _error(
-    send: Send,
-    error: A2AError,
-    *,
-    http_status: int | None = None,
-    extra: list[tuple[bytes, bytes]] | None = None,
-) -> None:
-    status, body = rest.encode_error(error, http_status=http_status)
-    await respond(send, status, body, extra, content_type=_A2A_JSON)

@@ -59,6 +59,7 @@ class _Live:
         "deadline",
         "inbox",
         "skill",
+        "started",
         "task",
         "waiter",
         "working",
@@ -73,6 +74,18 @@ class _Live:
         self.waiter: asyncio.Future[Message] | None = None
         self.cancel_reason: TaskState | None = None
         self.working = False
+        self.started = False
+
+    def stop(self, reason: TaskState) -> None:
+        """Stop the handler for ``reason``.
+
+        A task cancelled before its first step never runs its coroutine at all (not even its
+        ``finally``), so one that has not started is only marked: ``_run`` sees the mark and
+        records the outcome without calling the handler.
+        """
+        self.cancel_reason = reason
+        if self.started and self.task is not None:
+            self.task.cancel()
 
 
 class Runner:
@@ -137,9 +150,7 @@ class Runner:
         for live in list(self._live.values()):
             # Working handlers fail; one parked in ``ask`` leaves its task as it stands
             # (interrupted), to be answered after a restart (the replay rule).
-            live.cancel_reason = TaskState.FAILED if live.working else live.ctx.state
-            if live.task is not None:
-                live.task.cancel()
+            live.stop(TaskState.FAILED if live.working else live.ctx.state)
         running = {live.task for live in self._live.values() if live.task is not None}
         if running:
             await asyncio.wait(running, timeout=max(self.shutdown_grace, 1.0))
@@ -360,8 +371,7 @@ class Runner:
             )
         live = self._live.get(task_id)
         if live is not None and live.task is not None:
-            live.cancel_reason = TaskState.CANCELED
-            live.task.cancel()
+            live.stop(TaskState.CANCELED)
             await asyncio.wait({live.task})
             return
         try:
@@ -420,14 +430,20 @@ class Runner:
     # -- running a handler ------------------------------------------------------------------
 
     async def _run(self, live: _Live) -> None:
+        live.started = True
         ctx, skill = live.ctx, live.skill
         timeout = self.agent.task_timeout
         outcome: tuple[TaskState, str | None] | None = None
         try:
             try:
-                async with asyncio.timeout(timeout) as deadline:
-                    live.deadline = deadline
-                    outcome = await self._call(ctx, skill)
+                if live.cancel_reason is not None:
+                    # Stopped before it began (a cancel right after the task was created):
+                    # the handler never runs, its task gets the outcome all the same.
+                    outcome = await self._after_cancel(live)
+                else:
+                    async with asyncio.timeout(timeout) as deadline:
+                        live.deadline = deadline
+                        outcome = await self._call(ctx, skill)
             except TimeoutError:
                 if not deadline.expired():
                     raise  # the handler's own TimeoutError: its failure, handled below

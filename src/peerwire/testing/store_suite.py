@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 from ..errors import IllegalTransitionError, TaskNotFoundError, VersionConflictError
-from ..protocol import ListQuery, TaskRecord, list_query, sort_key
+from ..protocol import Event, ListQuery, TaskRecord, list_query, sort_key
 from ..server.stores.base import OutboxRow, TaskStore
 from ..types import (
     Artifact,
@@ -620,8 +620,9 @@ class StoreSuite:
         question = status_event(record, S.INPUT_REQUIRED, at=2, text="Which?")
         answer = message("this", task_id=record.id, context_id=record.context_id)
         resumed = status_event(record, S.WORKING, at=3)
-        for events in ([started], [chunk], [question], [answer, resumed]):
-            await store.append(record.id, events)  # the caller's own message is not pushed
+        batches: list[list[Event]] = [[started], [chunk], [question], [answer, resumed]]
+        for batch in batches:
+            await store.append(record.id, batch)  # the caller's own message is not pushed
         rows = await store.outbox(record.id)
         assert [(r.seq, r.config_id) for r in rows] == [
             (seq, config) for seq in (2, 3, 4, 6) for config in ("c1", "c2")

@@ -1,12 +1,16 @@
-"""What every HTTP-based transport shares: turning httpx failures into peerwire's error tree."""
+"""What every HTTP-based transport shares: turning httpx failures into peerwire's error tree,
+and credentials that travel in the query string."""
 
 from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
 
 import httpx
 
 from ...errors import A2AConnectionError, A2ATimeoutError, ClientError, InvalidResponseError
 
-__all__ = ["client_error", "stream_timeout"]
+__all__ = ["client_error", "stream_timeout", "with_query"]
 
 
 def client_error(exc: Exception, url: str, what: str = "the request") -> ClientError:
@@ -16,7 +20,29 @@ def client_error(exc: Exception, url: str, what: str = "the request") -> ClientE
     if isinstance(exc, httpx.DecodingError | httpx.TooManyRedirects):
         return InvalidResponseError(f"{what} to {url} got an unreadable answer: {exc}", url=url)
     detail = str(exc) or type(exc).__name__
+    if _tls_failure(exc):
+        detail = f"the TLS handshake failed ({detail}): a server certificate this client does "
+        detail += "not trust, or a client certificate the server does not accept"
     return A2AConnectionError(f"{what} to {url} failed: {detail}", url=url)
+
+
+def _tls_failure(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(8):  # the cause chain, bounded
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def with_query(url: str, query: Mapping[str, str]) -> str | httpx.URL:
+    """``url`` with ``query`` added to its own parameters (httpx's ``params=`` would replace
+    them, and REST targets carry some)."""
+    if not query:
+        return url
+    return httpx.URL(url).copy_merge_params(dict(query))
 
 
 def stream_timeout(timeout: float | None, idle: float | None) -> httpx.Timeout:

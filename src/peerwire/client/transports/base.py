@@ -25,7 +25,14 @@ import httpx
 
 from ...types import AgentInterface, StreamResponse
 
-__all__ = ["CallOptions", "Operation", "Transport", "TransportFactory", "TransportSettings"]
+__all__ = [
+    "CallOptions",
+    "ClientTLS",
+    "Operation",
+    "Transport",
+    "TransportFactory",
+    "TransportSettings",
+]
 
 T = TypeVar("T")
 
@@ -35,11 +42,31 @@ Operation = str
 
 @dataclass(frozen=True, slots=True)
 class CallOptions:
-    """Per-call settings: service parameters, extra headers (credentials), a timeout."""
+    """Per-call settings: service parameters, extra headers (credentials), query parameters
+    (API keys a card wants in the query string), a timeout.
+
+    ``query`` is added to the URL of the HTTP bindings; gRPC has no query string, and its
+    transport refuses a call that carries any rather than drop a credential silently.
+    """
 
     extensions: tuple[str, ...] = ()
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float | None = None
+    query: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientTLS:
+    """TLS material for transports that cannot take an ``ssl.SSLContext`` (gRPC): PEM bytes of
+    the CAs to trust (``None``: the system's), and of the client certificate's key and chain."""
+
+    root_certificates: bytes | None = None
+    private_key: bytes | None = None
+    certificate_chain: bytes | None = None
+
+    def __repr__(self) -> str:
+        # Never the key.
+        return f"ClientTLS(client_certificate={self.certificate_chain is not None})"
 
 
 class Transport(Protocol):
@@ -84,6 +111,10 @@ class TransportSettings:
 
     in_process: bool = False
     """``http`` reaches an ASGI app in this process, not the network."""
+
+    client_tls: ClientTLS | None = None
+    """TLS for transports that dial their own connections (gRPC): a client certificate, and
+    the CAs to trust (the HTTP pool was built with the same, as an ``ssl.SSLContext``)."""
 
 
 class TransportFactory(Protocol):

@@ -17,6 +17,10 @@ Decisions the spec leaves open:
   ``http``/``grpc`` plaintext; a bare ``host:port`` uses TLS unless the host is a loopback
   address (the binding is TLS by spec, and local test servers are not). ``secure=`` or
   ``credentials=`` override this.
+* Credentials travel as metadata (``authorization``, API-key header names in lower case).
+  Query parameters cannot: a call asked to carry an API key in the query string is refused
+  with ``AuthenticationError`` instead of being sent without it. A client certificate
+  (``client_tls``) is presented on TLS channels.
 * ``timeout`` bounds a unary call and the wait for a stream's first event. Later events may
   take as long as the task needs: gRPC has no keep-alive events to tell a quiet stream from a
   dead one, so dead connections are found by HTTP/2 keep-alive pings instead, and
@@ -40,13 +44,14 @@ from ...errors import (
     A2AConnectionError,
     A2AError,
     A2ATimeoutError,
+    AuthenticationError,
     InvalidResponseError,
     MethodNotFoundError,
     PeerwireError,
 )
 from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse
-from .base import CallOptions, Operation, TransportSettings
+from .base import CallOptions, ClientTLS, Operation, TransportSettings
 
 __all__ = ["GrpcTransport", "create_transport", "grpc_target"]
 
@@ -107,6 +112,7 @@ class GrpcTransport:
         channel: grpc.aio.Channel | None = None,
         secure: bool | None = None,
         credentials: grpc.ChannelCredentials | None = None,
+        client_tls: ClientTLS | None = None,
         timeout: float | None = 30.0,
         stream_idle_timeout: float | None = None,
         max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES,
@@ -119,6 +125,7 @@ class GrpcTransport:
             secure = scheme_secure if scheme_secure is not None else not _is_loopback(self.url)
         self.secure = secure
         self._credentials = credentials
+        self._client_tls = client_tls
         self._timeout = timeout
         self._stream_idle_timeout = stream_idle_timeout
         self._options = [
@@ -184,7 +191,7 @@ class GrpcTransport:
     def _open(self) -> grpc.aio.Channel:
         if self._channel is None:
             if self.secure:
-                credentials = self._credentials or grpc.ssl_channel_credentials()
+                credentials = self._credentials or _channel_credentials(self._client_tls)
                 self._channel = grpc.aio.secure_channel(self.url, credentials, self._options)
             else:
                 self._channel = grpc.aio.insecure_channel(self.url, self._options)
@@ -235,7 +242,23 @@ def _encode(rpc: Rpc, request: Any) -> bytes:
     return to_bytes(request)
 
 
+def _channel_credentials(tls: ClientTLS | None) -> grpc.ChannelCredentials:
+    if tls is None:
+        return grpc.ssl_channel_credentials()
+    return grpc.ssl_channel_credentials(
+        root_certificates=tls.root_certificates,
+        private_key=tls.private_key,
+        certificate_chain=tls.certificate_chain,
+    )
+
+
 def _metadata(options: CallOptions) -> tuple[tuple[str, str], ...]:
+    if options.query:
+        raise AuthenticationError(
+            f"The agent wants {', '.join(sorted(options.query))} in the query string, which "
+            "the gRPC binding cannot carry (it has metadata, no query string): call it over "
+            "JSON-RPC or HTTP+JSON"
+        )
     metadata = [("a2a-version", PROTOCOL_VERSION)]
     if options.extensions:
         metadata.append(("a2a-extensions", format_extensions(options.extensions)))
@@ -261,4 +284,5 @@ def create_transport(
         if settings.in_process:
             return None
         options.setdefault("timeout", settings.timeout)
+        options.setdefault("client_tls", settings.client_tls)
     return GrpcTransport(interface.url, **options)

@@ -26,7 +26,7 @@ from ...errors import (
 )
 from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse, decode
-from ._http import client_error, stream_timeout
+from ._http import client_error, stream_timeout, with_query
 from .base import CallOptions, Operation, TransportSettings
 
 __all__ = ["JsonRpcTransport", "create_transport"]
@@ -76,7 +76,7 @@ class JsonRpcTransport:
         timeout = options.timeout if options.timeout is not None else self._timeout
         try:
             response = await self._http.post(
-                self.url, content=body, headers=headers, timeout=timeout
+                with_query(self.url, options.query), content=body, headers=headers, timeout=timeout
             )
         except _HTTP_ERRORS as exc:
             raise client_error(exc, self.url, operation) from exc
@@ -94,7 +94,7 @@ class JsonRpcTransport:
         timeout = options.timeout if options.timeout is not None else self._timeout
         http_request = self._http.build_request(
             "POST",
-            self.url,
+            with_query(self.url, options.query),
             content=body,
             headers=self._headers(options, accept="text/event-stream"),
             timeout=stream_timeout(timeout, self._stream_idle_timeout),

@@ -26,7 +26,7 @@ from ...bindings.sse import SSEParser
 from ...errors import A2AError, InvalidResponseError, from_rest_error
 from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse, decode
-from ._http import client_error, stream_timeout
+from ._http import client_error, stream_timeout, with_query
 from .base import CallOptions, Operation, TransportSettings
 
 __all__ = ["RestTransport", "create_transport"]
@@ -75,7 +75,7 @@ class RestTransport:
         try:
             response = await self._http.request(
                 wire.method,
-                self._base + wire.target,
+                with_query(self._base + wire.target, options.query),
                 content=wire.body,
                 headers=headers,
                 timeout=timeout,
@@ -98,7 +98,7 @@ class RestTransport:
         timeout = options.timeout if options.timeout is not None else self._timeout
         http_request = self._http.build_request(
             wire.method,
-            self._base + wire.target,
+            with_query(self._base + wire.target, options.query),
             content=wire.body,
             headers=self._headers(
                 options, accept="text/event-stream", has_body=wire.body is not None

@@ -1,0 +1,330 @@
+"""Push delivery: the deliverer that drains the store's outbox to the webhooks.
+
+Every status change and artifact update of a task with push configs is an outbox row, written
+by the store in the same transaction as the event (``stores.base``). The ``PushDeliverer``
+sends them off the request path: it claims due rows (woken by each append that queued some,
+and polling every ``poll_interval`` for rows other processes or a restart left), POSTs each
+as its ``StreamResponse`` body (headers: ``peerwire.push._wire``), and records the outcome.
+
+Rules:
+
+* Order: the store hands out only the earliest pending row of each (task, config), so a
+  webhook sees a task's events in the order they happened, one at a time.
+* Success is any 2xx. Redirects are not followed (a redirect could lead anywhere: SSRF).
+* A failed attempt (no answer within ``attempt_timeout``, connection refused, a non-2xx
+  status) is retried after an exponential backoff with jitter, until ``max_attempts``
+  attempts have failed; then the row is failed with the reason and the config's next row
+  goes. A URL the SSRF guard refuses at delivery (its name now resolves to an internal
+  address) fails at once: waiting will not make it acceptable, and retrying would probe.
+* Durability: a row is marked delivered only after the receiver's 2xx; if the process dies
+  mid-attempt, the claim's lease (``lease``) runs out and the row goes again, so a receiver
+  may see a notification twice (at-least-once) and deduplicates by its id.
+* At most ``max_concurrent`` attempts are in flight. The deliverer owns its tasks: it runs
+  between the store's open and close (``async with``), and on exit lets attempts in flight
+  finish (each is bounded by ``attempt_timeout``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Protocol
+
+import httpx
+
+from ..push._wire import (
+    CONTENT_TYPE,
+    JWT_HEADER,
+    NOTIFICATION_ID_HEADER,
+    TOKEN_HEADER,
+)
+from ..types import TaskPushNotificationConfig
+from .ssrf import Resolver, Target, UnresolvableHost, WebhookGuard, WebhookRefused
+from .stores.base import OutboxRow, TaskStore
+
+__all__ = ["PushDeliverer", "PushSettings", "Signer"]
+
+log = logging.getLogger("peerwire.push")
+
+_MAX_ERROR_CHARS = 500
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushSettings:
+    """Push notifications: what the server accepts and how it delivers.
+
+    ``allow``: hosts and networks (CIDRs or addresses) webhooks may use although they are
+    internal (the SSRF guard refuses loopback, private, link-local, multicast and metadata
+    addresses otherwise). ``max_attempts`` attempts per notification, each given
+    ``attempt_timeout`` seconds; the n-th retry waits about ``retry_delay * 2**(n-1)``
+    seconds (with jitter, at most ``max_retry_delay``). ``max_concurrent`` attempts at once.
+    ``poll_interval``: how often the outbox is checked for rows nobody announced (other
+    processes, a restart). ``lease``: how long a claimed row is not handed out again
+    (default ``attempt_timeout + 30``). ``max_configs_per_task`` caps registrations.
+    ``signing_key`` signs every notification (``X-A2A-Notification-JWT``) and publishes
+    the public key at ``/.well-known/jwks.json``; ``jwt_lifetime`` is each JWT's validity.
+    ``resolver`` replaces the system DNS resolver (the guard's ``Resolver``).
+    """
+
+    allow: tuple[str, ...] = ()
+    max_attempts: int = 5
+    attempt_timeout: float = 10.0
+    retry_delay: float = 1.0
+    max_retry_delay: float = 300.0
+    max_concurrent: int = 16
+    poll_interval: float = 1.0
+    lease: float | None = None
+    max_configs_per_task: int = 10
+    signing_key: Any = None
+    signing_kid: str | None = None
+    jwt_lifetime: float = 300.0
+    resolver: Resolver | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.allow, str):
+            raise TypeError("allow is a sequence of hosts/networks, not one string")
+        object.__setattr__(self, "allow", tuple(self.allow))
+        if self.max_attempts < 1 or self.max_concurrent < 1 or self.max_configs_per_task < 1:
+            raise ValueError("max_attempts, max_concurrent and max_configs_per_task must be >= 1")
+        for name in ("attempt_timeout", "retry_delay", "max_retry_delay", "poll_interval"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        if self.lease is not None and self.lease <= self.attempt_timeout:
+            raise ValueError("lease must be longer than attempt_timeout")
+
+    @property
+    def claim_lease(self) -> float:
+        return self.lease if self.lease is not None else self.attempt_timeout + 30.0
+
+    def backoff(self, failed_attempts: int) -> float:
+        """Seconds before the next attempt after ``failed_attempts`` failures: exponential,
+        with "equal jitter" (half fixed, half random) so receivers that recover together are
+        not hit by every sender at the same instant."""
+        doubled = self.retry_delay * 2.0 ** min(max(failed_attempts - 1, 0), 62)
+        ceiling = min(self.max_retry_delay, doubled)
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+class Signer(Protocol):
+    """What the deliverer needs of a ``peerwire.push.NotificationSigner``."""
+
+    def sign(self, *, notification_id: str, task_id: str, audience: str, body: bytes) -> str: ...
+
+
+class PushDeliverer:
+    """Drains the outbox of ``store`` to the webhooks. Use ``async with deliverer:``."""
+
+    def __init__(
+        self,
+        store: TaskStore,
+        settings: PushSettings,
+        *,
+        guard: WebhookGuard,
+        signer: Signer | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.guard = guard
+        self.signer = signer
+        self._given_http = http
+        self._http: httpx.AsyncClient | None = None
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self._next_retry: float | None = None
+        self._group: asyncio.TaskGroup | None = None
+        self._loop_task: asyncio.Task[None] | None = None
+        from .. import __version__  # the package is fully imported by now
+
+        self._user_agent = f"peerwire/{__version__}"
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> PushDeliverer:
+        self._stopping = False
+        self._http = self._given_http or httpx.AsyncClient(
+            follow_redirects=False,
+            trust_env=False,  # an environment proxy would connect by name, around the guard
+            timeout=self.settings.attempt_timeout,
+            # No connection reuse: connections go to addresses, and two webhook hosts on one
+            # address (with different TLS names) must not share one.
+            limits=httpx.Limits(
+                max_connections=self.settings.max_concurrent, max_keepalive_connections=0
+            ),
+        )
+        self._group = asyncio.TaskGroup()
+        await self._group.__aenter__()
+        self._loop_task = self._group.create_task(self._run(), name="peerwire push deliverer")
+        self.store.on_outbox(self.wake)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.store.on_outbox(None)
+        self._stopping = True
+        self._wake.set()
+        group = self._group
+        assert group is not None, "the deliverer is not running"
+        try:
+            # The loop stops claiming at once; attempts in flight are each bounded by
+            # attempt_timeout and get to record their outcome (a margin, then they are cut).
+            running = [t for t in (self._loop_task, *self._in_flight) if t is not None]
+            if running:
+                _, late = await asyncio.wait(running, timeout=self.settings.attempt_timeout + 5)
+                for task in late:
+                    task.cancel()
+        finally:
+            self._group = self._loop_task = None
+            try:
+                await group.__aexit__(exc_type, exc, traceback)
+            finally:
+                if self._http is not None and self._given_http is None:
+                    await self._http.aclose()
+                self._http = None
+
+    def wake(self) -> None:
+        """New rows are due (an append queued them): claim now rather than at the next poll."""
+        self._wake.set()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    # -- the claim loop -------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        settings = self.settings
+        while not self._stopping:
+            self._wake.clear()
+            free = settings.max_concurrent - len(self._in_flight)
+            claimed: list[OutboxRow] = []
+            if free > 0:
+                try:
+                    claimed = await self.store.claim_due(
+                        time.time(), limit=free, lease=settings.claim_lease
+                    )
+                except Exception:
+                    log.exception("peerwire: claiming push notifications failed; will retry")
+            assert self._group is not None
+            for row in claimed:
+                task = self._group.create_task(self._deliver(row), name=f"peerwire push {row.id}")
+                self._in_flight.add(task)
+                task.add_done_callback(self._done)
+            if claimed and len(claimed) == free:
+                continue  # maybe more are due: claim again once slots free up (woken below)
+            await self._sleep()
+
+    async def _sleep(self) -> None:
+        timeout = self.settings.poll_interval
+        if self._next_retry is not None:
+            until_retry = self._next_retry - time.time()
+            if until_retry <= 0:
+                self._next_retry = None
+            timeout = max(0.0, min(timeout, until_retry))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._in_flight.discard(task)
+        # A slot is free, and the config's next row may be due now.
+        self._wake.set()
+
+    # -- one attempt ----------------------------------------------------------------------
+
+    async def _deliver(self, row: OutboxRow) -> None:
+        try:
+            error, retry = await self._attempt(row)
+        except Exception as exc:  # a bug here must not strand the row: it is retried
+            log.exception("peerwire: push notification %s failed unexpectedly", row.id)
+            error, retry = f"unexpected failure: {type(exc).__name__}: {exc}", True
+        try:
+            await self._record(row, _clip(error) if error is not None else None, retry)
+        except Exception:
+            # The lease runs out and the row goes again: at-least-once, as documented.
+            log.exception("peerwire: recording the outcome of push notification %s failed", row.id)
+
+    async def _attempt(self, row: OutboxRow) -> tuple[str | None, bool]:
+        """``(error, retry)``: ``(None, _)`` once delivered."""
+        config = await self.store.get_push_config(row.task_id, row.config_id)
+        if config is None:
+            return "the push config was deleted", False
+        try:
+            async with asyncio.timeout(self.settings.attempt_timeout):
+                target = await self.guard.resolve(config.url)
+                status = await self._post(row, config, target)
+        except WebhookRefused as exc:
+            return f"refused: {exc}", False
+        except UnresolvableHost as exc:
+            return str(exc), True
+        except TimeoutError:
+            return f"no answer within {self.settings.attempt_timeout:g} s", True
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc or 'the request failed'}", True
+        if 200 <= status < 300:
+            return None, False
+        if 300 <= status < 400:
+            return f"HTTP {status} (redirects are not followed)", True
+        return f"HTTP {status}", True
+
+    async def _post(
+        self, row: OutboxRow, config: TaskPushNotificationConfig, target: Target
+    ) -> int:
+        assert self._http is not None
+        headers = {
+            **target.headers,
+            "Content-Type": CONTENT_TYPE,
+            "User-Agent": self._user_agent,
+            "A2A-Version": "1.0",
+            NOTIFICATION_ID_HEADER: row.id,
+        }
+        if config.token:
+            headers[TOKEN_HEADER] = config.token
+        if config.authentication is not None:
+            auth = config.authentication
+            headers["Authorization"] = f"{auth.scheme} {auth.credentials}".rstrip()
+        if self.signer is not None:
+            headers[JWT_HEADER] = self.signer.sign(
+                notification_id=row.id, task_id=row.task_id, audience=config.url, body=row.body
+            )
+        request = self._http.build_request(
+            "POST",
+            target.connect_url,
+            content=row.body,
+            headers=headers,
+            extensions=dict(target.extensions),
+        )
+        # Streamed and not read: the answer's status is all that counts, and a receiver's
+        # body, however large, costs nothing.
+        response = await self._http.send(request, stream=True)
+        await response.aclose()
+        return response.status_code
+
+    async def _record(self, row: OutboxRow, error: str | None, retry: bool) -> None:
+        if error is None:
+            await self.store.mark_delivered(row.id)
+            log.debug("peerwire: delivered push notification %s", row.id)
+            return
+        if not retry or row.attempts >= self.settings.max_attempts:
+            reason = error if not retry else f"gave up after {row.attempts} attempts: {error}"
+            await self.store.mark_failed(row.id, reason)
+            log.warning("peerwire: push notification %s failed: %s", row.id, reason)
+            return
+        next_at = time.time() + self.settings.backoff(row.attempts)
+        await self.store.mark_retry(row.id, next_at, error)
+        if self._next_retry is None or next_at < self._next_retry:
+            self._next_retry = next_at
+        log.info("peerwire: push notification %s attempt %d: %s", row.id, row.attempts, error)
+
+
+def _clip(error: str) -> str:
+    return error if len(error) <= _MAX_ERROR_CHARS else error[: _MAX_ERROR_CHARS - 1] + "…"

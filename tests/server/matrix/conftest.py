@@ -1,0 +1,35 @@
+"""Fixtures of the binding matrix: the server tests' workbench agent, served once per module
+with all three bindings, and ``peer``, parametrised over the bindings.
+
+``peer`` is module-scoped, so pytest runs a module's tests binding by binding against one
+server. The three runs share that server's store: a test keeps its tasks apart by unique
+contexts and gates (``peer.key``), never by counting everything there is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from .._agents import Controls, workbench
+from ._peers import BINDINGS, Bench, Peer, connecting, serving
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def bench() -> AsyncIterator[Bench]:
+    agent, controls = workbench()
+    async with serving(agent) as url:
+        yield Bench(url, controls)
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module", params=BINDINGS)
+async def peer(request: pytest.FixtureRequest, bench: Bench) -> AsyncIterator[Peer]:
+    async with connecting(bench.url, request.param) as connected:
+        yield connected
+
+
+@pytest.fixture
+def controls(bench: Bench) -> Controls:
+    return bench.controls
