@@ -36,9 +36,7 @@ async def glossary_url() -> AsyncIterator[str]:
 async def drive(run_sdk_client: RunSdkClient, url: str, scenario: str, **kw: Any) -> list[Any]:
     # The SDK client is a subprocess; waiting for it in a worker thread keeps our server's
     # event loop (the same loop as this test) serving it meanwhile.
-    lines = await anyio.to_thread.run_sync(
-        lambda: run_sdk_client(url, "jsonrpc", scenario, **kw)
-    )
+    lines = await anyio.to_thread.run_sync(lambda: run_sdk_client(url, "jsonrpc", scenario, **kw))
     assert all("error" not in line for line in lines), lines
     return lines
 

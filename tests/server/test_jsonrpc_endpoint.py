@@ -71,7 +71,6 @@ async def test_the_endpoint_takes_only_post(rpc: Rpc, verb: str) -> None:
 
 async def test_an_unknown_path_is_404(rpc: Rpc) -> None:
     for path in ("/rpc", "/message:send", "/.well-known/agent.json"):
-        response = await rpc.post(envelope("GetTask", {"id": "x"}), headers=HEADERS)
         response = await rpc.http.post(rpc.url + path, json={}, headers=HEADERS)
         assert response.status_code == 404, path
 

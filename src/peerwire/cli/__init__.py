@@ -12,6 +12,7 @@ from . import list_ as _list  # noqa: F401
 from . import send as _send  # noqa: F401
 from . import serve as _serve  # noqa: F401
 from . import subscribe as _subscribe  # noqa: F401
+from . import worker as _worker  # noqa: F401
 from ._app import app
 
 __all__ = ["app", "main"]

@@ -18,6 +18,7 @@ from ..server.push import PushSettings
 from ..server.stores import TaskStore, open_store
 from ..server.tls import ServerTLS
 from ._app import app
+from ._scale import LeaseTtl, ReclaimIdle, SweepEvery, event_bus, work_queue
 
 
 def load_agent(target: str) -> Agent:
@@ -56,6 +57,20 @@ def serve_command(
             help="Task store: sqlite:PATH (durable: survives kill -9) or memory (lost on exit)."
         ),
     ] = "sqlite:./peerwire.db",
+    bus: Annotated[
+        str,
+        typer.Option(
+            help="Event bus: memory (one process) or redis://HOST:PORT[?prefix=NAME] "
+            "(replicas and workers sharing a PostgreSQL store; also shares the work)."
+        ),
+    ] = "memory",
+    local_workers: Annotated[
+        bool,
+        typer.Option(help="With a Redis bus, also run tasks here, not only in peerwire workers."),
+    ] = True,
+    lease_ttl: LeaseTtl = 15.0,
+    reclaim_idle: ReclaimIdle = 30.0,
+    sweep_every: SweepEvery = 30.0,
     retain_finished: Annotated[
         float | None,
         typer.Option(help="Delete finished tasks after this many days (default: keep them)."),
@@ -131,6 +146,10 @@ def serve_command(
         if push
         else None
     )
+    queue = None
+    if bus != "memory":
+        queue = work_queue(bus, lease_ttl, reclaim_idle, sweep_every)
+        event_bus(bus)  # a bad spec fails here, as a usage error
     agent = load_agent(target)
     serve(
         agent,
@@ -139,6 +158,9 @@ def serve_command(
         public_url=public_url,
         log_level=log_level,
         store=task_store,
+        bus=bus,
+        queue=queue,
+        local_workers=local_workers,
         max_working=max_working,
         shutdown_grace=shutdown_grace,
         max_body_bytes=max_body_bytes,

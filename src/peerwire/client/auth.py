@@ -194,7 +194,7 @@ class ClientCertificate:
         certificates = self.certfile.read_bytes()
         key_source = self.keyfile.read_bytes() if self.keyfile is not None else certificates
         chain = b"\n".join(_PEM_CERTIFICATE.findall(certificates))
-        keys = _PEM_PRIVATE_KEY.findall(key_source)
+        keys = [found.group(0) for found in _PEM_PRIVATE_KEY.finditer(key_source)]
         if not chain or not keys:
             raise ValueError(
                 f"{self.certfile} (with its key file) does not hold a PEM certificate and key"

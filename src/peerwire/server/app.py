@@ -25,6 +25,7 @@ from .tls import ServerTLS
 
 if TYPE_CHECKING:
     from ..security import Authenticator, CardSigner, Principal, Verifier
+    from .queue_redis import RedisWorkQueue
 
 __all__ = ["INTERFACE_NAMES", "create_app", "serve"]
 
@@ -55,6 +56,8 @@ def create_app(
     signing_key: CardSigner | Any = None,
     extended_card: AgentCard | Callable[[Principal], AgentCard | None] | None = None,
     push: PushSettings | bool | None = None,
+    queue: RedisWorkQueue | None = None,
+    local_workers: bool = True,
 ) -> A2AApp:
     """An ASGI application serving ``agent`` over JSON-RPC and HTTP+JSON, with its card.
 
@@ -89,12 +92,22 @@ def create_app(
     retries, timeouts, a ``signing_key`` whose JWKS is then served at
     ``/.well-known/jwks.json``). Notifications are delivered from the store's outbox by a
     deliverer the app's lifespan runs.
+
+    ``queue`` (a ``RedisWorkQueue``, with a shared store and a Redis bus; docs/DEPLOYMENT.md)
+    hands tasks to whichever process consumes it: ``peerwire worker`` processes, and this
+    app too unless ``local_workers`` is false.
     """
     order = _interface_order(interface_order)
     task_store = open_store(store) if isinstance(store, str) else store
     event_bus = open_bus(bus) if isinstance(bus, str) else bus
     runner = Runner(
-        agent, task_store, event_bus, max_working=max_working, shutdown_grace=shutdown_grace
+        agent,
+        task_store,
+        event_bus,
+        max_working=max_working,
+        shutdown_grace=shutdown_grace,
+        queue=queue,
+        consume=local_workers,
     )
     interfaces = [
         AgentInterface(

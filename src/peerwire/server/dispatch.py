@@ -258,7 +258,7 @@ class Dispatcher:
         if push is not None:
             await self._register_push_config(push, task_id)
         subscription = self.bus.subscribe(task_id)
-        self.runner.start(
+        await self.runner.launch(
             skill,
             task_id=task_id,
             context_id=context_id,

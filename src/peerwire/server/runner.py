@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._ids import new_id
 from ..errors import (
@@ -44,6 +44,10 @@ from .agent import Agent, Skill
 from .bus import EventBus
 from .context import TaskContext, to_parts
 from .stores.base import StoredTaskInfo, TaskStore
+
+if TYPE_CHECKING:
+    from .placement import Placement
+    from .queue_redis import RedisWorkQueue
 
 __all__ = ["Runner"]
 
@@ -99,7 +103,12 @@ class Runner:
         *,
         max_working: int = 10_000,
         shutdown_grace: float = 10.0,
+        queue: RedisWorkQueue | None = None,
+        consume: bool = True,
     ) -> None:
+        """``queue`` shares the work between processes (``placement``): new and continued
+        tasks become jobs that any process consuming the queue runs; ``consume=False`` only
+        accepts work (a replica that runs no handlers itself)."""
         self.agent = agent
         self.store = store
         self.bus = bus
@@ -112,6 +121,11 @@ class Runner:
         # A store whose appends never yield to the loop cannot be interrupted between saving an
         # event and publishing it; any other store gets that pair shielded from cancellation.
         self._atomic_appends = bool(getattr(store, "appends_never_suspend", False))
+        self.placement: Placement | None = None
+        if queue is not None:
+            from .placement import Placement
+
+            self.placement = Placement(self, queue, consume=consume)
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -119,6 +133,8 @@ class Runner:
         self._group = asyncio.TaskGroup()
         await self._group.__aenter__()
         self._accepting = True
+        if self.placement is not None:
+            await self.placement.begin(self._group)
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -139,7 +155,11 @@ class Runner:
         again, with nothing left to do.
         """
         self._accepting = False
+        if self.placement is not None:
+            await self.placement.stop_taking_work()
         await self._drain()
+        if self.placement is not None:
+            await self.placement.end()
 
     async def _drain(self) -> None:
         loop = asyncio.get_running_loop()
@@ -156,7 +176,14 @@ class Runner:
             await asyncio.wait(running, timeout=max(self.shutdown_grace, 1.0))
 
     async def recover(self) -> None:
-        """After a restart: fail (or re-run) tasks that were working when the process died."""
+        """After a restart: fail (or re-run) tasks that were working when the process died.
+
+        With a shared queue, other processes may be running those tasks: only tasks no worker
+        holds are acted on, by the placement's sweeper.
+        """
+        if self.placement is not None:
+            await self.placement.sweep()
+            return
         for info in await self.store.unfinished():
             if info.state not in (TaskState.SUBMITTED, TaskState.WORKING):
                 continue  # interrupted tasks simply keep waiting for their caller
@@ -228,6 +255,30 @@ class Runner:
             latest=latest,
         )
 
+    async def launch(
+        self,
+        skill: Skill,
+        *,
+        task_id: str,
+        context_id: str,
+        message: Message,
+        tenant: str,
+        owner: str,
+    ) -> None:
+        """Get a new task's handler running: here, or through the queue on some worker."""
+        if self.placement is None:
+            self.start(
+                skill,
+                task_id=task_id,
+                context_id=context_id,
+                message=message,
+                tenant=tenant,
+                owner=owner,
+            )
+            return
+        self.check_capacity()
+        await self.placement.enqueue(task_id, tenant, "start", owner)
+
     def _start(
         self,
         skill: Skill,
@@ -257,7 +308,8 @@ class Runner:
         live = _Live(ctx, skill)
         self._live[task_id] = live
         self._set_working(live, True)
-        live.task = self._group.create_task(self._run(live))
+        run = self._run(live) if self.placement is None else self.placement.run_leased(live)
+        live.task = self._group.create_task(run)
 
     def is_live(self, task_id: str) -> bool:
         return task_id in self._live
@@ -311,6 +363,9 @@ class Runner:
             self.deliver(task_id, follow_up)
             return
         self.check_capacity()
+        if self.placement is not None and not self.is_live(task_id):
+            await self.placement.continue_elsewhere(task_id, context_id, follow_up, tenant, owner)
+            return
         working = TaskStatusUpdateEvent(
             task_id=task_id,
             context_id=context_id,
@@ -374,6 +429,8 @@ class Runner:
             live.stop(TaskState.CANCELED)
             await asyncio.wait({live.task})
             return
+        if self.placement is not None:
+            await self.placement.cancel_elsewhere(task_id)
         try:
             await self._emit_status(task_id, context_id, TaskState.CANCELED, None)
         except IllegalTransitionError:

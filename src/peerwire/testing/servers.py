@@ -19,6 +19,7 @@ import anyio
 import httpx
 
 from ..server import A2AApp, Agent, create_app
+from ..server.tls import ServerTLS
 
 __all__ = ["AppSource", "in_process", "live_server"]
 
@@ -32,8 +33,14 @@ _CONNECTION_SLACK_S = 2.0
 
 
 @contextlib.asynccontextmanager
-async def live_server(source: AppSource, **create_app_options: Any) -> AsyncIterator[str]:
+async def live_server(
+    source: AppSource, *, tls: ServerTLS | None = None, **create_app_options: Any
+) -> AsyncIterator[str]:
     """Serve ``source`` with uvicorn on 127.0.0.1 and a free port; yield its base URL.
+
+    ``tls`` serves HTTPS (mutual TLS when it names client CAs; requests then carry the
+    client certificate in the ASGI TLS extension), and gRPC over TLS too when ``source`` is
+    an ``Agent`` served with ``grpc_port``.
 
     ``create_app_options`` go to ``create_app`` (only when ``source`` is an ``Agent``); the
     card's ``public_url`` is the real address. On exit the server shuts down as ``serve``
@@ -51,18 +58,26 @@ async def live_server(source: AppSource, **create_app_options: Any) -> AsyncIter
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.bind((_LOOPBACK, 0))
-        url = f"http://{_LOOPBACK}:{sock.getsockname()[1]}"
+        url = f"{'http' if tls is None else 'https'}://{_LOOPBACK}:{sock.getsockname()[1]}"
+        tls_options: dict[str, Any] = {}
+        if tls is not None:
+            from ..server.uvicorn_tls import http_protocol
+
+            tls_options = {**tls.uvicorn_options(), "http": http_protocol()}
+            if isinstance(source, Agent) and create_app_options.get("grpc_port") is not None:
+                create_app_options = {"grpc_tls": tls, **create_app_options}
         app = _build(source, url, create_app_options)
         grace = app.dispatcher.runner.shutdown_grace
         config = uvicorn.Config(
             app,
-            http="httptools",
+            http=tls_options.pop("http", "httptools"),
             ws="none",
             lifespan="on",
             log_config=None,  # leave the test's (or user's) logging configuration alone
             log_level="warning",
             access_log=False,
             timeout_graceful_shutdown=math.ceil(grace + _CONNECTION_SLACK_S),
+            **tls_options,
         )
         server = DrainingServer(config, app)
         # One task owned by this context manager, awaited on every exit path. Not a task

@@ -2,8 +2,9 @@
 with all three bindings, and ``peer``, parametrised over the bindings.
 
 ``peer`` is module-scoped, so pytest runs a module's tests binding by binding against one
-server. The three runs share that server's store: a test keeps its tasks apart by unique
-contexts and gates (``peer.key``), never by counting everything there is.
+server. The three runs share that server's store and its gates: a test keeps its tasks
+apart by unique contexts and gate names (``peer.key``). Counting every task of the server is
+safe only because a module's tests run one at a time.
 """
 
 from __future__ import annotations

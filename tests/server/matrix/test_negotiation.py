@@ -209,6 +209,9 @@ async def test_a_lenient_server_takes_a_missing_version_as_1_0(lenient: str, bin
 
 async def test_activated_extensions_are_echoed(strict: str, binding: str) -> None:
     async with connecting(strict, binding) as peer:
+        assert peer.client.card.capabilities.extensions == [
+            AgentExtension(uri=OPTIONAL, description="traces")
+        ]
         requested = [f"{UNKNOWN}, {OPTIONAL}"]
         answer = await peer.wire.call(
             "SendMessage",

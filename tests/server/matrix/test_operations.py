@@ -2,7 +2,8 @@
 
 Every test runs three times, once per binding (``peer``), and asserts the same typed outcome
 each time: the same ``peerwire.types`` results, the same ``peerwire.errors`` classes. A refused
-request must leave the stored task exactly as it was (checked with GetTask afterwards).
+request must leave no trace: the stored task is exactly as it was (GetTask), or its context
+holds no new task (ListTasks).
 """
 
 from __future__ import annotations
@@ -260,8 +261,10 @@ async def test_list_tasks_filters_and_omits_artifacts(peer: Peer) -> None:
     made = [await send_task(peer, f"n{i}", skill="echo", context_id=context_id) for i in range(3)]
     failed = await send_task(peer, "x", skill="boom", context_id=context_id)
     listed = await in_context(peer, context_id)
+    assert sorted(t.id for t in listed) == sorted(t.id for t in [*made, failed])
     # Newest status first (facts §2.3 (4)); artifacts only when asked for.
-    assert [t.id for t in listed] == [t.id for t in reversed([*made, failed])]
+    stamps = [t.status.timestamp or "" for t in listed]
+    assert stamps == sorted(stamps, reverse=True)
     assert all(t.artifacts == [] for t in listed)
     only_failed = [
         t.id async for t in peer.client.list_tasks(context_id=context_id, status=TaskState.FAILED)
@@ -295,7 +298,10 @@ async def test_list_tasks_pages_through_every_task(peer: Peer) -> None:
     assert all((p.page_size, p.total_size) == (2, 5) for p in pages)
     assert [p.next_page_token == "" for p in pages] == [False, False, True]
     paged = [t.id for p in pages for t in p.tasks]
-    assert paged == [t.id for t in reversed(made)]
+    assert sorted(paged) == sorted(t.id for t in made)
+    # The pages follow one another in the order of a single page holding them all.
+    whole = await peer.call("ListTasks", ListTasksRequest(context_id=context_id), ListTasksResponse)
+    assert paged == [t.id for t in whole.tasks]
     # The client's iterator walks the same pages.
     assert [t.id async for t in peer.client.list_tasks(context_id=context_id, page_size=2)] == (
         paged

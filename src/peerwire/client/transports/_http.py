@@ -20,21 +20,32 @@ def client_error(exc: Exception, url: str, what: str = "the request") -> ClientE
     if isinstance(exc, httpx.DecodingError | httpx.TooManyRedirects):
         return InvalidResponseError(f"{what} to {url} got an unreadable answer: {exc}", url=url)
     detail = str(exc) or type(exc).__name__
-    if _tls_failure(exc):
-        detail = f"the TLS handshake failed ({detail}): a server certificate this client does "
-        detail += "not trust, or a client certificate the server does not accept"
-    return A2AConnectionError(f"{what} to {url} failed: {detail}", url=url)
+    return A2AConnectionError(f"{what} to {url} failed: {_tls_hint(exc, url) or detail}", url=url)
 
 
-def _tls_failure(exc: BaseException) -> bool:
+def _tls_hint(exc: BaseException, url: str) -> str | None:
+    """What to say about a failure of a TLS connection, which is rarely what httpx says."""
     seen: BaseException | None = exc
     for _ in range(8):  # the cause chain, bounded
         if seen is None:
-            return False
+            return None
         if isinstance(seen, ssl.SSLError):
-            return True
+            return (
+                f"the TLS handshake failed ({seen}): a server certificate this client does not "
+                "trust, or a client certificate the server does not accept"
+            )
+        if url.startswith("https:") and isinstance(
+            seen, ConnectionResetError | httpx.RemoteProtocolError
+        ):
+            # TLS 1.3 servers check the client certificate after the client's side of the
+            # handshake is done, and refuse one by closing or resetting the connection.
+            return (
+                f"the server closed the connection without answering ({seen or 'reset'}); if "
+                "it requires client certificates, the TLS handshake failed: it does not accept "
+                "this client's, or wanted one"
+            )
         seen = seen.__cause__ or seen.__context__
-    return False
+    return None
 
 
 def with_query(url: str, query: Mapping[str, str]) -> str | httpx.URL:

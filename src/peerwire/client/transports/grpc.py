@@ -217,10 +217,22 @@ class GrpcTransport:
             if code is grpc.StatusCode.DEADLINE_EXCEEDED:
                 return A2ATimeoutError(f"{what} to {self.url} timed out", url=self.url)
             if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
-                return A2AConnectionError(
-                    f"{what} to {self.url} failed: {message or code.name}", url=self.url
-                )
+                detail = message or code.name
+                if self.secure and code is grpc.StatusCode.UNAVAILABLE and _tls_trouble(detail):
+                    detail += (
+                        " (the TLS handshake failed: a server certificate this client does not "
+                        "trust, or, if the server requires client certificates, none or one it "
+                        "does not accept)"
+                    )
+                return A2AConnectionError(f"{what} to {self.url} failed: {detail}", url=self.url)
         return decode_status(code.value[0], message, details)
+
+
+def _tls_trouble(message: str) -> bool:
+    """Whether gRPC's words for a failed connection point at the TLS handshake: a server
+    that refuses a client certificate just closes the socket."""
+    lowered = message.lower()
+    return any(sign in lowered for sign in ("socket closed", "handshake", "ssl", "tls"))
 
 
 def _rpc(operation: Operation, *, streaming: bool) -> Rpc:

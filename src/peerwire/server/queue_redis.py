@@ -1,0 +1,335 @@
+"""The Redis work queue: replicas accept tasks, any worker process runs them.
+
+Three Redis structures under the bus's ``prefix``:
+
+- ``{prefix}:jobs``, a stream read by the consumer group ``group``. A job names a task and
+  how it came to be queued (``start``, ``continue`` or ``recover``); the task itself is in the
+  store, which is the source of truth. A worker acknowledges a job as soon as it holds the
+  task's lease (or has decided to drop the job), so a job left pending means its reader died
+  before taking the task: a live worker claims it after ``reclaim_idle`` seconds.
+- ``{prefix}:lease:{task_id}``, the id of the worker whose handler holds the task (also while
+  it waits in ``ask``), with a time to live of ``lease_ttl`` seconds that the holder renews
+  every ``lease_ttl / 3``. A lease that expires means its worker is gone.
+- ``{prefix}:control``, a pub/sub channel: ``cancel`` and ``deliver`` (a follow-up message)
+  for the handler of a task, acted on by whichever process holds its lease.
+
+Redis keeps nothing on disk here. What a Redis restart loses (queued jobs, leases) the store
+still knows: the runner's sweeper, every ``sweep_every`` seconds, re-queues (or fails, per the
+agent's ``on_restart``) active tasks that nobody holds, and live workers re-take their leases
+at their next renewal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError, ResponseError
+
+from ._url_options import pop_url_option
+
+__all__ = ["ControlMessage", "Job", "JobKind", "RedisWorkQueue"]
+
+log = logging.getLogger("peerwire.queue.redis")
+
+JobKind = Literal["start", "continue", "recover"]
+_KINDS: frozenset[str] = frozenset({"start", "continue", "recover"})
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A task for some worker to run: its handler starts (or resumes) from the store."""
+
+    task_id: str
+    tenant: str
+    owner: str
+    kind: JobKind
+    entry_id: str = ""
+    """The stream entry (set on jobs read from the queue; ``ack`` takes it)."""
+    reclaimed: bool = False
+    """Read before by a consumer that stopped without acknowledging it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControlMessage:
+    """``cancel`` or ``deliver`` for the handler of ``task_id``; ``body`` is a message's JSON."""
+
+    action: Literal["cancel", "deliver"]
+    task_id: str
+    body: bytes = b""
+
+
+# KEYS[1]: the lease. ARGV: worker id, ttl ms. Take it if free or ours; 1 when we hold it.
+_TAKE = """
+local holder = redis.call('GET', KEYS[1])
+if holder == false or holder == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+# KEYS[1]: the lease. ARGV: worker id. Only the holder lets go.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+_RETRY_S = 0.5
+
+
+class RedisWorkQueue:
+    """Jobs, leases and the control channel, shared by every process on ``prefix``.
+
+    ``consumer`` names this process in the consumer group (unique by default). Timing knobs:
+    ``lease_ttl`` (how soon a dead worker's tasks are noticed), ``reclaim_idle`` (how long a
+    job read by a dead consumer waits before another takes it), ``sweep_every`` (how often
+    the store is compared with the leases; a task is acted on when two sweeps in a row find it
+    active and unheld), ``block_seconds`` (longest wait of one read).
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379",
+        *,
+        prefix: str = "peerwire",
+        group: str = "workers",
+        consumer: str | None = None,
+        lease_ttl: float = 15.0,
+        reclaim_idle: float = 30.0,
+        sweep_every: float = 30.0,
+        block_seconds: float = 2.0,
+        socket_timeout: float = 10.0,
+    ) -> None:
+        if not prefix or any(c.isspace() for c in prefix):
+            raise ValueError(f"prefix must be a non-empty name without spaces, got {prefix!r}")
+        for name, value in (
+            ("lease_ttl", lease_ttl),
+            ("reclaim_idle", reclaim_idle),
+            ("sweep_every", sweep_every),
+            ("block_seconds", block_seconds),
+            ("socket_timeout", socket_timeout),
+        ):
+            if value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+        self.url = url
+        self.prefix = prefix
+        self.group = group
+        self.consumer = consumer or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+        self.lease_ttl = lease_ttl
+        self.reclaim_idle = reclaim_idle
+        self.sweep_every = sweep_every
+        self.block_seconds = block_seconds
+        self.socket_timeout = socket_timeout
+        self.jobs_key = f"{prefix}:jobs"
+        self.control_channel = f"{prefix}:control"
+        self._client: Redis | None = None
+        self._reader: Redis | None = None
+        self._take: Any = None
+        self._release: Any = None
+        self._group_ready = False
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> RedisWorkQueue:
+        """A queue from ``redis://HOST:PORT[/DB][?prefix=NAME]`` (the bus's URL fits)."""
+        url, prefix = pop_url_option(url, "prefix")
+        if prefix is not None:
+            options["prefix"] = prefix
+        return cls(url, **options)
+
+    def lease_key(self, task_id: str) -> str:
+        return f"{self.prefix}:lease:{task_id}"
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect. Fails (``OSError``) if Redis cannot be reached."""
+        if self._client is not None:
+            return
+        client = Redis.from_url(
+            self.url, socket_timeout=self.socket_timeout, socket_connect_timeout=self.socket_timeout
+        )
+        # Its own connection: a blocking XREADGROUP would hold a pooled one.
+        reader = Redis.from_url(
+            self.url,
+            single_connection_client=True,
+            socket_timeout=self.block_seconds + self.socket_timeout,
+            socket_connect_timeout=self.socket_timeout,
+        )
+        try:
+            await client.ping()
+        except (RedisError, OSError) as exc:
+            await client.aclose()
+            await reader.aclose()
+            raise OSError(f"cannot reach the Redis work queue at {self.url}: {exc}") from exc
+        self._client, self._reader = client, reader
+        self._take = client.register_script(_TAKE)
+        self._release = client.register_script(_RELEASE)
+
+    async def close(self) -> None:
+        client, reader = self._client, self._reader
+        self._client = self._reader = None
+        if client is not None:
+            await client.aclose()
+        if reader is not None:
+            await reader.aclose()
+
+    def _redis(self) -> Redis:
+        if self._client is None:
+            raise RuntimeError("the RedisWorkQueue is not open (call open() first)")
+        return self._client
+
+    # -- jobs -----------------------------------------------------------------------------
+
+    async def enqueue(self, task_id: str, tenant: str, owner: str, kind: JobKind) -> None:
+        fields = {"task": task_id, "tenant": tenant, "owner": owner, "kind": kind}
+        await self._redis().xadd(self.jobs_key, fields)  # type: ignore[arg-type]
+
+    async def read(self, count: int) -> list[Job]:
+        """Up to ``count`` jobs: first those a dead consumer left pending, then new ones
+        (waiting up to ``block_seconds`` for one)."""
+        client, reader = self._redis(), self._reader
+        assert reader is not None
+        await self._ensure_group(client)
+        try:
+            reclaimed = await client.xautoclaim(
+                self.jobs_key,
+                self.group,
+                self.consumer,
+                min_idle_time=round(self.reclaim_idle * 1000),
+                count=count,
+            )
+            entries = cast(list[tuple[bytes, dict[bytes, bytes]]], reclaimed[1])
+            if entries:
+                return await self._jobs(entries, reclaimed=True)
+            reply = await reader.xreadgroup(
+                self.group,
+                self.consumer,
+                {self.jobs_key: ">"},
+                count=count,
+                block=max(1, round(self.block_seconds * 1000)),
+            )
+        except ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            self._group_ready = False  # the stream was lost (a Redis restart): recreate it
+            return []
+        found = []
+        for _key, stream_entries in cast(list[Any], reply or []):
+            found.extend(await self._jobs(stream_entries, reclaimed=False))
+        return found
+
+    async def _jobs(
+        self, entries: list[tuple[bytes, dict[bytes, bytes]]], *, reclaimed: bool
+    ) -> list[Job]:
+        jobs = []
+        for entry_id, fields in entries:
+            job = _job(entry_id, fields or {}, reclaimed)
+            if job is None:  # not ours to run: never hand it out again
+                await self._redis().xack(self.jobs_key, self.group, entry_id)
+            else:
+                jobs.append(job)
+        return jobs
+
+    async def ack(self, job: Job) -> None:
+        if job.entry_id:
+            await self._redis().xack(self.jobs_key, self.group, job.entry_id)
+
+    async def _ensure_group(self, client: Redis) -> None:
+        if self._group_ready:
+            return
+        try:
+            await client.xgroup_create(self.jobs_key, self.group, id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        self._group_ready = True
+
+    # -- leases ---------------------------------------------------------------------------
+
+    async def take_lease(self, task_id: str) -> bool:
+        """Hold ``task_id`` for this worker (or keep holding it); False if another does."""
+        held = await self._take(
+            keys=[self.lease_key(task_id)], args=[self.consumer, round(self.lease_ttl * 1000)]
+        )
+        return bool(held)
+
+    async def release_lease(self, task_id: str) -> None:
+        await self._release(keys=[self.lease_key(task_id)], args=[self.consumer])
+
+    async def lease_holder(self, task_id: str) -> str | None:
+        holder = await self._redis().get(self.lease_key(task_id))
+        return None if holder is None else cast(bytes, holder).decode()
+
+    async def unheld(self, task_ids: list[str]) -> set[str]:
+        """Which of ``task_ids`` no worker holds."""
+        if not task_ids:
+            return set()
+        holders = await self._redis().mget([self.lease_key(t) for t in task_ids])
+        return {task_id for task_id, holder in zip(task_ids, holders, strict=True) if not holder}
+
+    # -- control ----------------------------------------------------------------------------
+
+    async def send_control(self, message: ControlMessage) -> None:
+        payload = f"{message.action} {message.task_id} ".encode() + message.body
+        await self._redis().publish(self.control_channel, payload)
+
+    async def listen_control(
+        self, handle: Callable[[ControlMessage], Awaitable[None]], ready: asyncio.Event
+    ) -> None:
+        """Hand every control message to ``handle`` until cancelled; ``ready`` is set once
+        subscribed (and again after a reconnection)."""
+        while True:
+            pubsub = self._redis().pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self.control_channel)
+                ready.set()
+                while True:
+                    raw = await pubsub.get_message(timeout=self.block_seconds)
+                    if raw is None:
+                        continue
+                    message = _control(raw.get("data"))
+                    if message is not None:
+                        await handle(message)
+            except (RedisError, OSError) as exc:
+                log.warning("peerwire: the control channel failed, reconnecting: %s", exc)
+            finally:
+                with contextlib.suppress(RedisError, OSError):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await asyncio.sleep(_RETRY_S)
+
+
+def _job(entry_id: bytes, fields: dict[bytes, bytes], reclaimed: bool) -> Job | None:
+    kind = fields.get(b"kind", b"").decode()
+    task_id = fields.get(b"task", b"").decode()
+    if kind not in _KINDS or not task_id:
+        log.warning("peerwire: skipping a malformed job %r", entry_id)
+        return None
+    return Job(
+        task_id,
+        fields.get(b"tenant", b"").decode(),
+        fields.get(b"owner", b"").decode(),
+        cast(JobKind, kind),
+        entry_id.decode(),
+        reclaimed,
+    )
+
+
+def _control(data: object) -> ControlMessage | None:
+    if not isinstance(data, bytes):
+        return None
+    action, _, rest = data.partition(b" ")
+    task_id, _, body = rest.partition(b" ")
+    if action not in (b"cancel", b"deliver") or not task_id:
+        return None
+    return ControlMessage(
+        cast(Literal["cancel", "deliver"], action.decode()), task_id.decode(), body
+    )

@@ -1,0 +1,59 @@
+"""A worker process: runs the handlers of tasks that replicas accepted (``peerwire worker``).
+
+A worker serves no HTTP. It opens the shared store and bus, consumes the work queue with a
+``Runner`` until ``stop`` is set (SIGTERM or SIGINT from the command line), then drains like a
+server: working handlers get ``shutdown_grace`` seconds to finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+from .agent import Agent
+from .bus import EventBus
+from .queue_redis import RedisWorkQueue
+from .runner import Runner
+from .stores.base import TaskStore
+
+__all__ = ["run_worker", "stop_on_signals"]
+
+
+async def run_worker(
+    agent: Agent,
+    *,
+    store: TaskStore,
+    bus: EventBus,
+    queue: RedisWorkQueue,
+    stop: asyncio.Event,
+    max_working: int = 100,
+    shutdown_grace: float = 10.0,
+) -> None:
+    """Run ``agent``'s tasks from ``queue`` until ``stop`` is set."""
+    await store.open()
+    try:
+        await bus.open()
+        try:
+            runner = Runner(
+                agent,
+                store,
+                bus,
+                max_working=max_working,
+                shutdown_grace=shutdown_grace,
+                queue=queue,
+                consume=True,
+            )
+            async with runner:
+                await runner.recover()
+                await stop.wait()
+        finally:
+            await bus.close()
+    finally:
+        await store.close()
+
+
+def stop_on_signals(stop: asyncio.Event) -> None:
+    """Set ``stop`` on SIGTERM and SIGINT (call from within the running loop)."""
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
