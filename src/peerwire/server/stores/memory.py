@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from ...errors import TaskNotFoundError, VersionConflictError
 from ...protocol import TERMINAL, Event, ListQuery, TaskRecord, select_page, sort_key
-from ...types import Task, TaskPushNotificationConfig, decode, encode
+from ...types import Task, TaskPushNotificationConfig, TaskState, decode, encode
 from ._rows import event_body, outbox_row_id, push_body
 from .base import OutboxRow, StoredTaskInfo
 
@@ -41,16 +41,27 @@ class _Entry:
         self.blob = b""
         self.tenant = tenant
         self.owner = owner
+        self.context_id = record.context_id
+        self.state = record.state
+        self.status_key = ""
+        self.version = record.version
         self.refresh(record)
 
     def refresh(self, record: TaskRecord) -> None:
-        self.context_id = record.context_id
+        """Called after every append; compacts the task once it is terminal."""
         self.state = record.state
-        self.status_key = sort_key(record.status.timestamp)
         self.version = record.version
         if record.state in TERMINAL:
+            self.status_key = sort_key(record.status.timestamp)
             self.blob = encode(record.snapshot())
             self.record = None
+
+    def summary(self) -> tuple[str, TaskState]:
+        """The status sort key and state, without decoding a compacted task."""
+        record = self.record
+        if record is not None:
+            return sort_key(record.status.timestamp), record.state
+        return self.status_key, self.state
 
     def load(self) -> TaskRecord:
         if self.record is not None:
@@ -143,11 +154,11 @@ class MemoryTaskStore:
     async def list_tasks(
         self, query: ListQuery, *, tenant: str, owner: str | None
     ) -> tuple[list[Task], str, int]:
-        candidates = (
-            (e.status_key, task_id, e.state, e.context_id, e)
-            for task_id, e in self._tasks.items()
-            if e.tenant == tenant and (owner is None or e.owner == owner)
-        )
+        candidates: list[tuple[str, str, TaskState, str, _Entry]] = []
+        for task_id, e in self._tasks.items():
+            if e.tenant == tenant and (owner is None or e.owner == owner):
+                key, state = e.summary()
+                candidates.append((key, task_id, state, e.context_id, e))
         entries, token, total = select_page(query, candidates)
         tasks = [
             e.load().snapshot(
@@ -168,7 +179,7 @@ class MemoryTaskStore:
         doomed = [
             task_id
             for task_id, e in self._tasks.items()
-            if e.state in TERMINAL and e.status_key < status_key
+            if e.state in TERMINAL and e.summary()[0] < status_key
         ]
         for task_id in doomed:
             del self._tasks[task_id]
