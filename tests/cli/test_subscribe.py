@@ -33,7 +33,9 @@ async def test_subscribe_follows_a_task_to_canceled_and_exits_4() -> None:
                 seen = ""
                 async for text in TextReceiveStream(process.stdout):
                     seen += text
-                    if "thinking (1/10)" in seen and "cancel sent" not in seen:
+                    # Any progress line will do: on a loaded machine the subscriber may start
+                    # after the first update, and its snapshot then shows a later one.
+                    if "thinking (" in seen and "cancel sent" not in seen:
                         canceled = await client.cancel_task(task.id)
                         seen += "cancel sent"
                         assert canceled.status.state.value == "TASK_STATE_CANCELED"
@@ -42,4 +44,4 @@ async def test_subscribe_follows_a_task_to_canceled_and_exits_4() -> None:
     assert code == 4, (seen, errors)
     assert errors == ""
     assert f"Task {task.id}" in seen
-    assert seen.index("thinking (1/10)") < seen.rindex("CANCELED")
+    assert seen.index("thinking (") < seen.rindex("CANCELED")

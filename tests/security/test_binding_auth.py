@@ -11,6 +11,7 @@ last tests read the refusals as they are on the wire.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
@@ -125,7 +126,7 @@ async def test_api_keys_in_the_query_string(binding: str) -> None:
         async with connect(url, binding, credentials=alice) as client:
             if binding == Binding.GRPC:
                 # No query string on gRPC: refused here, not sent without the key.
-                with pytest.raises(AuthenticationError, match="query string.*gRPC"):
+                with pytest.raises(AuthenticationError, match=r"query string.*gRPC"):
                     await client.send("hi")
             else:
                 assert completed_text(await client.send("hi")) == "alice"
@@ -154,7 +155,9 @@ def bad_tokens(keys: Keys) -> list[tuple[str, str]]:
 
 
 @BINDINGS
-async def test_bearer_jwts(binding: str, keys: Keys) -> None:
+async def test_bearer_jwts(binding: str, keys: Keys, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="peerwire.security")
+    tokens = bad_tokens(keys)
     agent = secured({"bearer": BEARER}, [requirement(bearer=[])])
     verifier = JWTVerifier(
         JWTValidator(jwks=public_jwks(keys.rsa), issuer=ISSUER, audience=AUDIENCE)
@@ -163,13 +166,19 @@ async def test_bearer_jwts(binding: str, keys: Keys) -> None:
     async with serving(agent, auth={"bearer": verifier}) as url:
         async with connect(url, binding, credentials=good) as client:
             assert completed_text(await client.send("hi")) == "alice"
-        for token, mentions in bad_tokens(keys):
+        for token, mentions in tokens:
             bad = Credentials(BearerToken(token))
             async with connect(url, binding, credentials=bad) as client:
                 with pytest.raises(AuthenticationError) as refused:
                     await client.send("hi")
                 assert mentions in refused.value.message, (mentions, refused.value.message)
         assert await own_tasks(url, binding, good) == 1
+    # Every refusal was logged, saying why and never what the token was.
+    refusals = [r.getMessage() for r in caplog.records if "refused a request" in r.getMessage()]
+    assert len(refusals) == len(tokens)
+    for token, _ in tokens:
+        signature = token.rsplit(".", 1)[-1] or token
+        assert all(signature not in line for line in refusals)
 
 
 # -- OpenID Connect and OAuth2, with a local issuer --------------------------------------------
@@ -249,7 +258,9 @@ async def test_oauth2_client_credentials_and_per_skill_scopes(binding: str, issu
         reader = Credentials(BearerToken(issuer.token(scope="tasks.read")))
         async with connect(url, binding, credentials=reader) as client:
             assert completed_text(await client.send("x", skill="read")) == "read by alice"
-            with pytest.raises(PermissionDeniedError, match="'write' requires .*tasks.write") as no:
+            with pytest.raises(
+                PermissionDeniedError, match=r"'write' requires .*tasks\.write"
+            ) as no:
                 await client.send("x", skill="write")
             assert no.value.metadata == {"skill": "write", "missingScopes": "tasks.write"}
         nothing = Credentials(BearerToken(issuer.token(scope="")))

@@ -166,7 +166,9 @@ async def test_an_altered_card_is_refused(change: Callable[[dict[str, Any]], Non
     async with serve_asgi(Tampering(app, change)) as url:
         with pytest.raises(CardSignatureError, match="does not match the card"):
             await Client.connect(url, trust=trust, card_cache=CardCache())
-        # Untouched, the same card verifies: it is the change that is refused.
-    async with serve_asgi(Tampering(app, lambda card: None)) as url:
-        async with Client.connect(url, trust=trust, card_cache=CardCache()) as client:
-            assert client.card.signatures
+    # Untouched, the same card verifies: it is the change that is refused.
+    async with (
+        serve_asgi(Tampering(app, lambda card: None)) as url,
+        Client.connect(url, trust=trust, card_cache=CardCache()) as client,
+    ):
+        assert client.card.signatures

@@ -310,3 +310,54 @@ def test_peerwire_serve_refuses_incomplete_tls_options(pki: Pki) -> None:
     )
     assert done.returncode == 2
     assert "require_client_cert needs client_ca" in done.stderr
+
+
+# -- the TLS settings themselves ---------------------------------------------------------------
+
+
+def test_a_client_certificate_with_an_encrypted_key_in_one_file_works_for_grpc(
+    pki: Pki, tmp_path: Path
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from peerwire.client.auth import ClientCertificate
+
+    from ._support import client_certificate
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    certificate = client_certificate(pki.client_ca, "alice", key=key)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"pw"),
+    )
+    bundle = tmp_path / "alice-bundle.pem"
+    bundle.write_bytes(certificate.public_bytes(serialization.Encoding.PEM) + encrypted)
+    alice = ClientCertificate(bundle, password="pw", cafile=pki.server_ca_file)
+    material = alice.tls_material()
+    assert material.private_key is not None and b"ENCRYPTED" not in material.private_key
+    loaded = serialization.load_pem_private_key(material.private_key, None)
+    assert loaded.public_key() == key.public_key()
+    assert (
+        material.certificate_chain == certificate.public_bytes(serialization.Encoding.PEM).strip()
+    )
+    assert material.root_certificates == pki.server_ca_file.read_bytes()
+    assert "private" not in repr(material).lower()
+
+
+def test_server_tls_settings_are_checked_when_made(pki: Pki, tmp_path: Path) -> None:
+    from peerwire.server.tls import ServerTLS
+
+    certfile, keyfile = pki.directory / "server.pem", pki.directory / "server.key"
+    with pytest.raises(ValueError, match="require_client_cert needs client_ca"):
+        ServerTLS(certfile, keyfile, require_client_cert=True)
+    with pytest.raises(ValueError, match="does not exist"):
+        ServerTLS(tmp_path / "missing.pem", keyfile)
+    other_key = pki.client("someone").keyfile
+    assert other_key is not None
+    with pytest.raises(ssl.SSLError):
+        ServerTLS(certfile, other_key)  # a key that is not the certificate's
+    tls = ServerTLS(certfile, keyfile, client_ca=pki.client_ca_file)
+    assert tls.uvicorn_options()["ssl_cert_reqs"] == ssl.CERT_OPTIONAL
+    assert pki.server_tls().uvicorn_options()["ssl_cert_reqs"] == ssl.CERT_REQUIRED

@@ -55,6 +55,11 @@ async def chat(ctx: TaskContext) -> str:
     return f"hello {answer.text} from {where()}"
 
 
+async def echo(text: str) -> str:
+    """Answers at once: for measuring the path itself."""
+    return text
+
+
 async def forever(ctx: TaskContext) -> str:
     """Works until canceled (or a minute passes)."""
     await ctx.start_work(f"running on {where()}")
@@ -69,5 +74,6 @@ async def forever_canceled(ctx: TaskContext) -> None:
 for _agent in (agent, failing_agent):
     _agent.skill("hold")(hold)
     _agent.skill("chat")(chat)
+    _agent.skill("echo")(echo)
     _agent.skill("forever")(forever)
     _agent.on_cancel("forever")(forever_canceled)

@@ -14,6 +14,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -142,6 +143,14 @@ async def test_a_registered_webhook_gets_every_later_event_in_order(binding: str
         done = await client.send("the yearly one", task_id=waiting.id)
         assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
         received = await delivered(served, len(STEPS))
+
+        for _ in range(2):  # idempotent
+            await client.delete_push_config(waiting.id, config.id)
+        assert await client.list_push_configs(waiting.id) == []
+        with pytest.raises(TaskNotFoundError):
+            await client.get_push_config(waiting.id, config.id)
+        with pytest.raises(TaskNotFoundError):
+            await client.create_push_config("no-such-task", served.hook())
 
     assert [step_of(r) for r in received] == STEPS
     assert len({r.notification_id for r in received}) == len(STEPS)
@@ -309,12 +318,13 @@ async def test_redirects_are_not_followed() -> None:
                 "SendMessage", steps_message(taskPushNotificationConfig={"url": served.hook()})
             )
         )["task"]
-        await served.receiver.until(lambda r: len(r.received) >= len(STEPS))
-        rows = await served.store.outbox(task["id"])
+        rows = await outbox_until(
+            served.store, task["id"], lambda rows: all(r.state == "failed" for r in rows)
+        )
     assert {r.path for r in served.receiver.received} == {"/hook"}, "never went elsewhere"
-    assert {r.state for r in rows} <= {"failed", "pending"}
-    failed = [r for r in rows if r.state == "failed"]
-    assert failed and all("redirects are not followed" in r.last_error for r in failed)
+    assert {r.last_error for r in rows} == {
+        "gave up after 1 attempt: HTTP 302 (redirects are not followed)"
+    }
 
 
 async def test_nothing_is_sent_to_a_deleted_config() -> None:
@@ -342,6 +352,46 @@ async def test_nothing_is_sent_to_a_deleted_config() -> None:
         await served.receiver.until(lambda r: len([x for x in r.accepted]) >= len(STEPS))
     # At most the one attempt that was in flight at the deletion can still have landed.
     assert sum(r.path == "/gone" for r in served.receiver.received) <= attempts_then + 1
+
+
+async def test_a_graceful_restart_leaves_no_tasks_and_loses_no_notification(
+    tmp_path: Path,
+) -> None:
+    receiver = Receiver(lambda _: 503)
+    settings = PushSettings(**{**FAST, "retry_delay": 1.0, "max_attempts": 10})
+    async with receiving(receiver):
+        app = create_app(build(), store=f"sqlite:{tmp_path / 'tasks.db'}", push=settings)
+        async with app.lifespan():
+            request = SendMessageRequest(
+                message=Message(
+                    message_id="m-restart",
+                    role=Role.USER,
+                    parts=[Part(text="go")],
+                    metadata={"skill": "steps"},
+                ),
+                configuration=SendMessageConfiguration(
+                    task_push_notification_config=TaskPushNotificationConfig(
+                        url=receiver.url + "/hook"
+                    )
+                ),
+            )
+            task = (await app.dispatcher.send_message(request)).payload
+            await receiver.until(lambda r: len(r.received) >= 1)
+        leftovers = [t for t in asyncio.all_tasks() if t.get_name().startswith("peerwire push")]
+        assert leftovers == [], "the deliverer left tasks behind"
+
+        receiver.answer = lambda _: 200
+        again = create_app(build(), store=f"sqlite:{tmp_path / 'tasks.db'}", push=settings)
+        async with again.lifespan():
+            await receiver.until(lambda r: len(r.acks) >= len(STEPS))
+            rows = await outbox_until(
+                again.dispatcher.store,
+                task.id,
+                lambda rows: all(r.state == "delivered" for r in rows),
+            )
+    assert [step_of(r) for r in receiver.accepted] == STEPS
+    assert rows[0].attempts >= 2, "refused before the restart, delivered after it"
+    assert [r.attempts for r in rows[1:]] == [1] * (len(STEPS) - 1), "held back until then"
 
 
 # -- the SSRF guard at registration and at delivery --------------------------------------------

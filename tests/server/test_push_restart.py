@@ -59,9 +59,9 @@ async def serve(db: Path, log: Path) -> AsyncIterator[tuple[asyncio.subprocess.P
         "--push-attempts",
         "100",
         "--push-retry-delay",
-        "1.0",
+        "2.0",
         "--push-timeout",
-        "5",
+        "2",
     ]
     env = {
         **os.environ,
@@ -97,24 +97,28 @@ async def _until_ready(process: asyncio.subprocess.Process, url: str, log: Path)
                 await anyio.sleep(0.05)  # the process gives no other signal that it listens
 
 
-async def _outbox_until(
-    db: Path, task_id: str, done: Callable[[list[OutboxRow]], bool]
-) -> list[OutboxRow]:
-    """The task's outbox rows as the server's own file has them, once ``done(rows)``.
-
-    Another process writes the file: there is nothing to await but its commits.
-    """
+@contextlib.asynccontextmanager
+async def reading(db: Path) -> AsyncIterator[SQLiteTaskStore]:
+    """A second store on the server's file, to read what the server has committed."""
     reader = SQLiteTaskStore(db, readers=1)
     await reader.open()
     try:
-        with anyio.fail_after(WAIT_S):
-            for _ in range(10_000):
-                rows = await reader.outbox(task_id)
-                if rows and done(rows):
-                    return rows
-                await anyio.sleep(0.02)
+        yield reader
     finally:
         await reader.close()
+
+
+async def outbox_until(
+    reader: SQLiteTaskStore, task_id: str, done: Callable[[list[OutboxRow]], bool]
+) -> list[OutboxRow]:
+    """The task's outbox rows once ``done(rows)``: another process writes them, so there is
+    nothing to await but its commits (polled, bounded in count and time)."""
+    with anyio.fail_after(WAIT_S):
+        for _ in range(10_000):
+            rows = await reader.outbox(task_id)
+            if rows and done(rows):
+                return rows
+            await anyio.sleep(0.02)
     raise AssertionError("unreachable")
 
 
@@ -140,13 +144,16 @@ async def test_undelivered_notifications_survive_sigkill_exactly_once(tmp_path: 
                 }
                 task = (await Rpc(http, url).result("SendMessage", params))["task"]
             assert state_of(task) == "TASK_STATE_COMPLETED"  # every event is stored
-            # Kill once the next notification has been refused and is backing off.
-            rows = await _outbox_until(
-                db, task["id"], lambda rows: rows[TAKEN_BEFORE_KILL].last_error == "HTTP 503"
-            )
-            process.send_signal(signal.SIGKILL)
+            # Kill once the next notification has been refused and is backing off (at least
+            # a second, per --push-retry-delay), so no attempt is in flight at the kill.
+            async with reading(db) as reader:
+                rows = await outbox_until(
+                    reader, task["id"], lambda rows: rows[TAKEN_BEFORE_KILL].last_error != ""
+                )
+                process.send_signal(signal.SIGKILL)
             with anyio.fail_after(15):
                 assert await process.wait() == -signal.SIGKILL
+        assert rows[TAKEN_BEFORE_KILL].last_error == "HTTP 503"
         assert [r.state for r in rows[:TAKEN_BEFORE_KILL]] == ["delivered"] * TAKEN_BEFORE_KILL
         assert {r.state for r in rows[TAKEN_BEFORE_KILL:]} == {"pending"}
         before = len(receiver.received)
@@ -154,10 +161,12 @@ async def test_undelivered_notifications_survive_sigkill_exactly_once(tmp_path: 
         assert len(delivered_before) == TAKEN_BEFORE_KILL
 
         restarted = True
-        async with serve(db, log):
-            await receiver.until(lambda r: len(r.acks) >= len(STEPS), timeout=WAIT_S)
-            rows = await _outbox_until(
-                db, task["id"], lambda rows: all(r.state == "delivered" for r in rows)
+        async with serve(db, log), reading(db) as reader:
+            # Generous: were an attempt in flight at the kill after all, its row would wait
+            # for its lease (--push-timeout + 30 s) rather than its backoff.
+            await receiver.until(lambda r: len(r.acks) >= len(STEPS), timeout=2 * WAIT_S)
+            rows = await outbox_until(
+                reader, task["id"], lambda rows: all(r.state == "delivered" for r in rows)
             )
 
     accepted = receiver.accepted

@@ -29,7 +29,7 @@ from peerwire.protocol import fold_events
 from peerwire.types import StreamResponse, Task, from_builtins
 
 from ._agents import ask_for
-from ._rpc import TIMEOUT_S, Rpc, state_of, status_text, user_message
+from ._rpc import TIMEOUT_S, Rpc, Stream, state_of, status_text, user_message
 from ._services import PG_DSN, REDIS_URL, fresh_prefix, fresh_schema
 
 pytestmark = pytest.mark.services
@@ -206,6 +206,16 @@ def assert_no_repeats(events: list[dict[str, Any]]) -> None:
     assert len(set(seen)) == len(seen), "an event came twice"
 
 
+async def until_running(stream: Stream, events: list[dict[str, Any]]) -> int:
+    """Read into ``events`` up to the handler's "running on pid N" status; that pid."""
+    while True:
+        event = await stream.next()
+        events.append(event)
+        text = status_text(event["statusUpdate"]) if "statusUpdate" in event else ""
+        if text.startswith("running on"):
+            return pid_of(text)
+
+
 async def until_state(rpc: Rpc, task_id: str, states: set[str]) -> dict[str, Any]:
     with anyio.fail_after(SETTLE_S):
         while True:
@@ -243,9 +253,7 @@ async def test_200_tasks_on_two_replicas_and_two_workers_one_killed(tmp_path: Pa
                 first = await sender.next()
                 task_id = first["task"]["id"]
                 events: list[dict[str, Any]] = []
-                while not events or "statusUpdate" not in events[-1]:
-                    events.append(await sender.next())
-                running_on = pid_of(status_text(events[-1]["statusUpdate"]))
+                running_on = await until_running(sender, events)
                 assert running_on in worker_pids
                 record = Seen(task_id, events, first["task"])
                 if i == kill_at:
@@ -334,13 +342,14 @@ async def test_a_dead_workers_task_fails_under_the_fail_policy(tmp_path: Path) -
         (a,) = running.replicas
         async with a.send_stream(ask_for("hold")) as sender:
             task_id = (await sender.next())["task"]["id"]
-            working = (await sender.next())["statusUpdate"]
-            victim = next(w for w in running.workers if w.pid == pid_of(status_text(working)))
+            running_on = await until_running(sender, [])
+            victim = next(w for w in running.workers if w.pid == running_on)
             victim.kill()
             rest = await sender.rest(SETTLE_S)
         final = rest[-1]["statusUpdate"]
         assert state_of(final) == "TASK_STATE_FAILED"
         assert status_text(final) == "the worker running this task stopped"
+        assert state_of(await a.get(task_id)) == "TASK_STATE_FAILED"
 
 
 async def test_the_sweeper_requeues_tasks_whose_job_redis_lost(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_RECEIVE_BYTES",
     "GrpcService",
+    "call_credentials",
     "grpc_address",
     "serving_grpc",
     "start_grpc_server",

@@ -193,8 +193,16 @@ class Placement:
             finally:
                 await self.queue.release_lease(job.task_id)
             return
+        try:
+            skill = runner.agent.route(user_messages[0])
+        except Exception as exc:  # the agent changed since the task was accepted
+            try:
+                await runner._emit_status(record.id, record.context_id, TaskState.FAILED, str(exc))
+            finally:
+                await self.queue.release_lease(job.task_id)
+            return
         runner._start(
-            runner.agent.route(user_messages[0]),
+            skill,
             task_id=record.id,
             context_id=record.context_id,
             message=user_messages[0],

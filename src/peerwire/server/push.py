@@ -196,14 +196,11 @@ class PushDeliverer:
         """New rows are due (an append queued them): claim now rather than at the next poll."""
         self._wake.set()
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._in_flight)
-
     # -- the claim loop -------------------------------------------------------------------
 
     async def _run(self) -> None:
-        settings = self.settings
+        settings, group = self.settings, self._group
+        assert group is not None
         while not self._stopping:
             self._wake.clear()
             free = settings.max_concurrent - len(self._in_flight)
@@ -215,9 +212,8 @@ class PushDeliverer:
                     )
                 except Exception:
                     log.exception("peerwire: claiming push notifications failed; will retry")
-            assert self._group is not None
             for row in claimed:
-                task = self._group.create_task(self._deliver(row), name=f"peerwire push {row.id}")
+                task = group.create_task(self._deliver(row), name=f"peerwire push {row.id}")
                 self._in_flight.add(task)
                 task.add_done_callback(self._done)
             if claimed and len(claimed) == free:
@@ -315,7 +311,8 @@ class PushDeliverer:
             log.debug("peerwire: delivered push notification %s", row.id)
             return
         if not retry or row.attempts >= self.settings.max_attempts:
-            reason = error if not retry else f"gave up after {row.attempts} attempts: {error}"
+            attempts = f"{row.attempts} attempt{'s' if row.attempts != 1 else ''}"
+            reason = error if not retry else f"gave up after {attempts}: {error}"
             await self.store.mark_failed(row.id, reason)
             log.warning("peerwire: push notification %s failed: %s", row.id, reason)
             return

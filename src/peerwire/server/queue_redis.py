@@ -251,6 +251,9 @@ class RedisWorkQueue:
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
+        # Listed in the group from now on, whether or not a job has come yet (a worker is
+        # visible in XINFO CONSUMERS as soon as it waits for work).
+        await client.xgroup_createconsumer(self.jobs_key, self.group, self.consumer)
         self._group_ready = True
 
     # -- leases ---------------------------------------------------------------------------
