@@ -63,3 +63,16 @@ def stream_timeout(timeout: float | None, idle: float | None) -> httpx.Timeout:
     between events a server only sends keep-alive comments (every 15 s for peerwire).
     """
     return httpx.Timeout(timeout, read=idle)
+
+
+def is_event_stream(content_type: str) -> bool:
+    """Whether a response is an SSE stream (the binding answers errors as plain JSON instead)."""
+    return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+def excerpt(content: bytes, limit: int = 200) -> str:
+    """A short, single-line rendering of a body, for error messages."""
+    text = " ".join(content.decode("utf-8", errors="replace").split())
+    if not text:
+        return "(empty body)"
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")

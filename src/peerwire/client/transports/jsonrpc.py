@@ -26,7 +26,7 @@ from ...errors import (
 )
 from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse, decode
-from ._http import client_error, stream_timeout, with_query
+from ._http import client_error, excerpt, is_event_stream, stream_timeout, with_query
 from .base import CallOptions, Operation, TransportSettings
 
 __all__ = ["JsonRpcTransport", "create_transport"]
@@ -104,7 +104,7 @@ class JsonRpcTransport:
         except _HTTP_ERRORS as exc:
             raise client_error(exc, self.url, operation) from exc
         try:
-            if not _is_event_stream(response.headers.get("content-type", "")):
+            if not is_event_stream(response.headers.get("content-type", "")):
                 content = await self._read(response, operation)
                 self._result(response.status_code, content, request_id, operation)
                 raise InvalidResponseError(
@@ -159,7 +159,7 @@ class JsonRpcTransport:
                 # Rejected before JSON-RPC got involved (401, 403, 404, 5xx from a proxy).
                 raise from_rest_error(status, content)
             raise self._invalid(
-                operation, f"its body is not a JSON-RPC response: {_excerpt(content)}"
+                operation, f"its body is not a JSON-RPC response: {excerpt(content)}"
             )
         if not isinstance(envelope.error, msgspec.UnsetType):
             raise from_jsonrpc_error(envelope.error)
@@ -177,7 +177,7 @@ class JsonRpcTransport:
         envelope = self._envelope(data)
         if envelope is None:
             raise self._invalid(
-                operation, f"a stream event is not a JSON-RPC response: {_excerpt(data)}"
+                operation, f"a stream event is not a JSON-RPC response: {excerpt(data)}"
             )
         if not isinstance(envelope.error, msgspec.UnsetType):
             raise from_jsonrpc_error(envelope.error)
@@ -212,17 +212,6 @@ class JsonRpcTransport:
         return InvalidResponseError(
             f"{operation} to {self.url} got an invalid answer: {why}", url=self.url
         )
-
-
-def _is_event_stream(content_type: str) -> bool:
-    return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
-
-
-def _excerpt(content: bytes, limit: int = 200) -> str:
-    text = " ".join(content.decode("utf-8", errors="replace").split())
-    if not text:
-        return "(empty body)"
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def create_transport(interface: AgentInterface, settings: TransportSettings) -> JsonRpcTransport:

@@ -26,7 +26,7 @@ from ...bindings.sse import SSEParser
 from ...errors import A2AError, InvalidResponseError, from_rest_error
 from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse, decode
-from ._http import client_error, stream_timeout, with_query
+from ._http import client_error, excerpt, is_event_stream, stream_timeout, with_query
 from .base import CallOptions, Operation, TransportSettings
 
 __all__ = ["RestTransport", "create_transport"]
@@ -114,13 +114,13 @@ class RestTransport:
                 content = await self._read(response, operation)
                 raise from_rest_error(response.status_code, content)
             content_type = response.headers.get("content-type", "")
-            if not _is_event_stream(content_type):
+            if not is_event_stream(content_type):
                 content = await self._read(response, operation)
                 self._raise_if_error(content)
                 raise self._invalid(
                     operation,
                     f"it answered with a single document instead of an event stream "
-                    f"(Content-Type {content_type!r}): {_excerpt(content)}",
+                    f"(Content-Type {content_type!r}): {excerpt(content)}",
                 )
             parser = SSEParser()
             chunks = response.aiter_bytes()
@@ -190,17 +190,6 @@ class RestTransport:
         return InvalidResponseError(
             f"{operation} to {self.url} got an invalid answer: {why}", url=self.url
         )
-
-
-def _is_event_stream(content_type: str) -> bool:
-    return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
-
-
-def _excerpt(content: bytes, limit: int = 200) -> str:
-    text = " ".join(content.decode("utf-8", errors="replace").split())
-    if not text:
-        return "(empty body)"
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def create_transport(
