@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import pytest
 
+import peerwire
 from bench import micro_servers, plot
 from peerwire import Agent, Message
 from peerwire.testing import live_server
@@ -85,7 +86,7 @@ def test_client_bench_runs_both_clients_against_a_fresh_server(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "peerwire/sdk" in done.stdout
     report = json.loads(out.read_text())
-    for name, version in (("peerwire", "0.1.0"), ("sdk", "1.3.0")):
+    for name, version in (("peerwire", peerwire.__version__), ("sdk", "1.3.0")):
         runs = report["results"][name]
         assert runs["ok"][0] > 0 and runs["calls"][0] == runs["ok"][0], runs
         assert runs["bad_total"] == [0]
