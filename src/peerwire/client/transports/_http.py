@@ -5,12 +5,30 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping
+from typing import TypeVar
 
 import httpx
 
-from ...errors import A2AConnectionError, A2ATimeoutError, ClientError, InvalidResponseError
+from ...errors import (
+    A2AConnectionError,
+    A2AError,
+    A2ATimeoutError,
+    ClientError,
+    InvalidResponseError,
+)
+from ...types import decode
 
-__all__ = ["client_error", "stream_timeout", "with_query"]
+T = TypeVar("T")
+
+__all__ = [
+    "client_error",
+    "decode_answer",
+    "excerpt",
+    "invalid_answer",
+    "is_event_stream",
+    "stream_timeout",
+    "with_query",
+]
 
 
 def client_error(exc: Exception, url: str, what: str = "the request") -> ClientError:
@@ -76,3 +94,20 @@ def excerpt(content: bytes, limit: int = 200) -> str:
     if not text:
         return "(empty body)"
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def invalid_answer(url: str, operation: str, why: str) -> InvalidResponseError:
+    """The error for a server answer that does not fit the protocol."""
+    return InvalidResponseError(f"{operation} to {url} got an invalid answer: {why}", url=url)
+
+
+def decode_answer(raw: bytes, type_: type[T], *, url: str, operation: str, what: str) -> T:
+    """``raw`` as ``type_``; a mismatch is the server's fault, not the caller's invalid params.
+
+    ``what`` names the part of the answer (``result``, ``body``) in the message and JSON path.
+    """
+    try:
+        return decode(raw, type_, path=what)
+    except A2AError as exc:
+        why = f"its {what} is not a valid {type_.__name__}: {exc}"
+        raise invalid_answer(url, operation, why) from None

@@ -26,7 +26,15 @@ from ...bindings.sse import SSEParser
 from ...errors import A2AError, InvalidResponseError, from_rest_error
 from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse, decode
-from ._http import client_error, excerpt, is_event_stream, stream_timeout, with_query
+from ._http import (
+    client_error,
+    decode_answer,
+    excerpt,
+    invalid_answer,
+    is_event_stream,
+    stream_timeout,
+    with_query,
+)
 from .base import CallOptions, Operation, TransportSettings
 
 __all__ = ["RestTransport", "create_transport"]
@@ -179,17 +187,10 @@ class RestTransport:
             raise from_rest_error(status, document)
 
     def _decode(self, raw: bytes, type_: type[T], operation: str) -> T:
-        try:
-            return decode(raw, type_, path="response")
-        except A2AError as exc:
-            # The server's answer does not fit the protocol: not the caller's invalid params.
-            why = f"its body is not a valid {type_.__name__}: {exc}"
-            raise self._invalid(operation, why) from None
+        return decode_answer(raw, type_, url=self.url, operation=operation, what="body")
 
     def _invalid(self, operation: str, why: str) -> InvalidResponseError:
-        return InvalidResponseError(
-            f"{operation} to {self.url} got an invalid answer: {why}", url=self.url
-        )
+        return invalid_answer(self.url, operation, why)
 
 
 def create_transport(
