@@ -4,11 +4,12 @@ and credentials that travel in the query string."""
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TypeVar
 
 import httpx
 
+from ...bindings.sse import SSEParser
 from ...errors import (
     A2AConnectionError,
     A2AError,
@@ -21,11 +22,13 @@ from ...types import decode
 T = TypeVar("T")
 
 __all__ = [
+    "HTTP_ERRORS",
     "client_error",
     "decode_answer",
     "excerpt",
     "invalid_answer",
     "is_event_stream",
+    "sse_payloads",
     "stream_timeout",
     "with_query",
 ]
@@ -111,3 +114,22 @@ def decode_answer(raw: bytes, type_: type[T], *, url: str, operation: str, what:
     except A2AError as exc:
         why = f"its {what} is not a valid {type_.__name__}: {exc}"
         raise invalid_answer(url, operation, why) from None
+
+
+HTTP_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+"""What httpx raises for a request that did not get through (mapped by ``client_error``)."""
+
+
+async def sse_payloads(response: httpx.Response, url: str, operation: str) -> AsyncIterator[bytes]:
+    """The ``data`` of each SSE event of ``response``; a broken connection is a typed error."""
+    parser = SSEParser()
+    chunks = response.aiter_bytes()
+    while True:
+        try:
+            chunk = await chunks.__anext__()
+        except StopAsyncIteration:
+            return
+        except HTTP_ERRORS as exc:
+            raise client_error(exc, url, f"the {operation} stream") from exc
+        for data in parser.feed(chunk):
+            yield data

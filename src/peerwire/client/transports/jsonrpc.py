@@ -17,7 +17,6 @@ import httpx
 import msgspec
 
 from ...bindings.jsonrpc import encode_request
-from ...bindings.sse import SSEParser
 from ...errors import (
     InvalidResponseError,
     from_jsonrpc_error,
@@ -26,11 +25,13 @@ from ...errors import (
 from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse
 from ._http import (
+    HTTP_ERRORS,
     client_error,
     decode_answer,
     excerpt,
     invalid_answer,
     is_event_stream,
+    sse_payloads,
     stream_timeout,
     with_query,
 )
@@ -40,7 +41,7 @@ __all__ = ["JsonRpcTransport", "create_transport"]
 
 T = TypeVar("T")
 
-_HTTP_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+_HTTP_ERRORS = HTTP_ERRORS
 
 
 class _Envelope(msgspec.Struct):
@@ -122,17 +123,8 @@ class JsonRpcTransport:
             if response.status_code != 200:
                 content = await self._read(response, operation)
                 raise from_rest_error(response.status_code, content)
-            parser = SSEParser()
-            chunks = response.aiter_bytes()
-            while True:
-                try:
-                    chunk = await chunks.__anext__()
-                except StopAsyncIteration:
-                    return
-                except _HTTP_ERRORS as exc:
-                    raise client_error(exc, self.url, f"the {operation} stream") from exc
-                for data in parser.feed(chunk):
-                    yield self._event(data, request_id, operation)
+            async for data in sse_payloads(response, self.url, operation):
+                yield self._event(data, request_id, operation)
         finally:
             await response.aclose()
 

@@ -22,16 +22,17 @@ import httpx
 import msgspec
 
 from ...bindings.rest import A2A_JSON, encode_request, route_for
-from ...bindings.sse import SSEParser
 from ...errors import A2AError, InvalidResponseError, from_rest_error
 from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse, decode
 from ._http import (
+    HTTP_ERRORS,
     client_error,
     decode_answer,
     excerpt,
     invalid_answer,
     is_event_stream,
+    sse_payloads,
     stream_timeout,
     with_query,
 )
@@ -43,7 +44,7 @@ T = TypeVar("T")
 
 SubscribeMethod = Literal["POST", "GET"]
 
-_HTTP_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+_HTTP_ERRORS = HTTP_ERRORS
 _ACCEPT_JSON = f"{A2A_JSON}, application/json"
 
 
@@ -130,17 +131,8 @@ class RestTransport:
                     f"it answered with a single document instead of an event stream "
                     f"(Content-Type {content_type!r}): {excerpt(content)}",
                 )
-            parser = SSEParser()
-            chunks = response.aiter_bytes()
-            while True:
-                try:
-                    chunk = await chunks.__anext__()
-                except StopAsyncIteration:
-                    return
-                except _HTTP_ERRORS as exc:
-                    raise client_error(exc, self.url, f"the {operation} stream") from exc
-                for data in parser.feed(chunk):
-                    yield self._event(data, operation)
+            async for data in sse_payloads(response, self.url, operation):
+                yield self._event(data, operation)
         finally:
             await response.aclose()
 
