@@ -413,7 +413,7 @@ class DeliveryApp:
         self, a2a: A2AApp, *, jwks: dict[str, Any], approvals: Approvals, approvers: Authenticator
     ) -> None:
         self.a2a = a2a
-        self.dispatcher = a2a.dispatcher  # what uvicorn helpers drain on shutdown
+        self.dispatcher = a2a.dispatcher  # what the HTTP server drains on shutdown
         self.approvals = approvals
         self._approvers = approvers
         self._jwks = json.dumps(jwks).encode()
@@ -542,12 +542,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         grpc_host=options.host,
         grpc_port=options.grpc_port,
     )
-    import uvicorn
+    from peerwire.server.http_server import HTTPServer
 
-    from peerwire.server.uvicorn_server import DrainingServer
-
-    config = uvicorn.Config(app, host=options.host, port=options.port, lifespan="on")
-    DrainingServer(config, app).run()  # type: ignore[arg-type]  # an A2AApp with two routes more
+    HTTPServer(app).run(host=options.host, port=options.port)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Mutual TLS on the wire: real handshakes on 127.0.0.1, with certificates made for the test.
 
-uvicorn (with peerwire's TLS-extension protocol) and the gRPC server terminate TLS with the
+peerwire's HTTP server (adding the ASGI TLS extension) and the gRPC server terminate TLS with the
 same ``ServerTLS``; the handshake checks the client certificate's chain, and the
 ``MTLSVerifier`` maps the verified certificate to a principal. A certificate from another CA
 never gets past the handshake: the client sees a connection error that says so. With client
@@ -9,6 +9,7 @@ certificates optional, a caller without one is authenticated by the card's other
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -19,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -29,7 +31,9 @@ from peerwire.client.transports.base import ClientTLS
 from peerwire.client.transports.grpc import GrpcTransport
 from peerwire.errors import A2AConnectionError, AuthenticationError
 from peerwire.security import APIKeyVerifier, MTLSVerifier, RequestCredentials
-from peerwire.server.uvicorn_tls import TLSH11Protocol, tls_extension
+from peerwire.server import create_app
+from peerwire.server._tls_scope import tls_extension
+from peerwire.server.http_server import HTTPServer
 from peerwire.types import (
     APIKeySecurityScheme,
     Binding,
@@ -167,39 +171,35 @@ async def test_with_optional_client_certificates_other_schemes_still_work(pki: P
 
 
 async def test_the_tls_extension_reads_a_verified_client_certificate(pki: Pki) -> None:
-    """The extension as an application sees it, through uvicorn's h11 protocol too."""
+    """The extension as an application sees it, behind peerwire's HTTP server."""
     seen: list[dict[str, object]] = []
 
-    async def app(scope: dict[str, object], receive: object, send: object) -> None:
-        if scope["type"] == "lifespan":
-            return
-        extensions = scope.get("extensions")
-        assert isinstance(extensions, dict)
-        seen.append(extensions["tls"])
-        await send({"type": "http.response.start", "status": 204, "headers": []})  # type: ignore[operator]
-        await send({"type": "http.response.body", "body": b""})  # type: ignore[operator]
+    class Probe:
+        """An ASGI app recording the extension, served with an agent app's lifespan."""
 
-    import uvicorn
+        def __init__(self) -> None:
+            self.base = create_app(Agent("probe"))
+            self.dispatcher = self.base.dispatcher
+
+        def lifespan(self) -> contextlib.AbstractAsyncContextManager[None]:
+            return self.base.lifespan()
+
+        async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+            seen.append(scope["extensions"]["tls"])
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
 
     tls = pki.server_tls()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(
-        app, http=TLSH11Protocol, lifespan="off", log_config=None, **tls.uvicorn_options()
-    )
-    server = uvicorn.Server(config)
-    import asyncio
-
-    serving_task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    server = HTTPServer(Probe(), ssl_context=tls.ssl_context())
+    serving_task = asyncio.get_running_loop().create_task(server.serve(sock=sock))
     try:
+        await asyncio.wait_for(server.started.wait(), TIMEOUT_S)
         alice = pki.client("alice")
         url = f"https://127.0.0.1:{sock.getsockname()[1]}/"
         async with httpx.AsyncClient(verify=alice.ssl_context(), timeout=TIMEOUT_S) as http:
-            for _ in range(200):  # bounded: uvicorn says it started by a flag only
-                with contextlib.suppress(httpx.ConnectError):
-                    assert (await http.get(url)).status_code == 204
-                    break
-                await asyncio.sleep(0.02)
+            assert (await http.get(url)).status_code == 204
         (extension,) = seen
         assert extension["client_cert_name"] == ALICE
         chain = extension["client_cert_chain"]
@@ -212,7 +212,7 @@ async def test_the_tls_extension_reads_a_verified_client_certificate(pki: Pki) -
         principal = await mtls_verifier(pki).verify("mtls", MTLS, credentials)
         assert principal is not None and principal.id == "alice"
     finally:
-        server.should_exit = True
+        server.request_exit()
         await asyncio.wait({serving_task}, timeout=TIMEOUT_S)
         sock.close()
 
@@ -359,5 +359,5 @@ def test_server_tls_settings_are_checked_when_made(pki: Pki, tmp_path: Path) -> 
     with pytest.raises(ssl.SSLError):
         ServerTLS(certfile, other_key)  # a key that is not the certificate's
     tls = ServerTLS(certfile, keyfile, client_ca=pki.client_ca_file)
-    assert tls.uvicorn_options()["ssl_cert_reqs"] == ssl.CERT_OPTIONAL
-    assert pki.server_tls().uvicorn_options()["ssl_cert_reqs"] == ssl.CERT_REQUIRED
+    assert tls.ssl_context().verify_mode == ssl.CERT_OPTIONAL
+    assert pki.server_tls().ssl_context().verify_mode == ssl.CERT_REQUIRED

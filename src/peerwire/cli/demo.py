@@ -63,7 +63,7 @@ class Demo:
 
     async def run(self) -> int:
         glossary_agent, make_brief_agent = load_samples()
-        from ..testing import live_server  # uvicorn: imported only when serving
+        from ..testing import live_server  # the server extra: imported only when serving
 
         with anyio.fail_after(_DEMO_TIMEOUT_S), tempfile.TemporaryDirectory() as folder:
             stores = Path(folder)

@@ -87,7 +87,7 @@ def serve_command(
     lenient_version: Annotated[
         bool, typer.Option(help="Take requests without A2A-Version as 1.0 (not 0.3).")
     ] = False,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+    log_level: Annotated[str, typer.Option(help="Log level of the server's messages.")] = "warning",
     grpc: Annotated[bool, typer.Option(help="Also serve gRPC (when grpcio is installed).")] = True,
     grpc_port: Annotated[
         int, typer.Option(help="gRPC port on HOST; 0 picks a free one (the card lists it).")

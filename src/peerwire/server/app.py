@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -309,16 +310,15 @@ def serve(
     tls: ServerTLS | None = None,
     **options: object,
 ) -> None:
-    """Serve ``agent`` with uvicorn (uvloop and httptools when installed) until interrupted.
+    """Serve ``agent`` with peerwire's HTTP server (uvloop when installed) until interrupted.
 
     gRPC is served beside HTTP on ``host`` and ``grpc_port`` (``0``: a free port, as the card
     shows) when ``grpc`` is set and grpcio is installed; ``options`` go to ``create_app``.
     ``tls`` serves both over TLS (HTTPS; mutual TLS when it names client CAs), and requests
     carry the client certificate in the ASGI TLS extension for ``MTLSVerifier``.
+    ``log_level`` is the level of the ``peerwire`` loggers.
     """
-    import uvicorn
-
-    from .uvicorn_server import DrainingServer
+    from .http_server import HTTPServer
 
     if public_url is None:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
@@ -326,27 +326,20 @@ def serve(
     if grpc and _grpc_installed():
         options = {"grpc_host": host, "grpc_tls": tls, **options, "grpc_port": grpc_port}
     app = create_app(agent, public_url=public_url, **options)  # type: ignore[arg-type]
+    _configure_logging(log_level)
     _tune_gc()
-    tls_options: dict[str, Any] = {}
-    if tls is not None:
-        from .uvicorn_tls import http_protocol
+    server = HTTPServer(app, ssl_context=None if tls is None else tls.ssl_context())
+    server.run(host=host, port=port)
 
-        tls_options = {**tls.uvicorn_options(), "http": http_protocol()}
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        access_log=False,
-        # Forwarded-for rewriting is on by default and costs ~2% of a request; peerwire does not
-        # read the client address, so a deployment behind a proxy loses nothing without it.
-        proxy_headers=False,
-        lifespan="on",
-        timeout_graceful_shutdown=int(app.dispatcher.runner.shutdown_grace) + 5,
-        **tls_options,
-    )
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it is meant to stop
-        DrainingServer(config, app).run()
+
+def _configure_logging(level: str) -> None:
+    """Show peerwire's log records at ``level`` on stderr, unless logging is configured."""
+    logger = logging.getLogger("peerwire")
+    logger.setLevel(level.upper())
+    if not logging.getLogger().handlers and not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
 
 
 def _tune_gc() -> None:

@@ -1,7 +1,7 @@
 """``ServerTLS``: the certificate an agent serves with, and the CAs of client certificates.
 
-One value configures both servers an agent may run: uvicorn for the HTTP bindings
-(``uvicorn_options``) and the gRPC server (``grpc_credentials``), so the two cannot drift
+One value configures both servers an agent may run: peerwire's HTTP server for the HTTP
+bindings (``ssl_context``) and the gRPC server (``grpc_credentials``), so the two cannot drift
 apart. ``client_ca`` asks clients for certificates issued by those CAs (mutual TLS);
 ``require_client_cert`` makes the handshake fail without one. The TLS layer only checks the
 chain; which certificate is which principal is the ``MTLSVerifier``'s business.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import grpc
@@ -66,18 +66,6 @@ class ServerTLS:
             context.load_verify_locations(cafile=str(self.client_ca))
             context.verify_mode = self._verify_mode()
         return context
-
-    def uvicorn_options(self) -> dict[str, Any]:
-        """The ``uvicorn.Config`` arguments for these settings."""
-        options: dict[str, Any] = {
-            "ssl_certfile": str(self.certfile),
-            "ssl_keyfile": str(self.keyfile),
-            "ssl_keyfile_password": self.keyfile_password,
-        }
-        if self.client_ca is not None:
-            options["ssl_ca_certs"] = str(self.client_ca)
-            options["ssl_cert_reqs"] = self._verify_mode()
-        return options
 
     def grpc_credentials(self) -> grpc.ServerCredentials:
         """The gRPC server credentials for these settings (see the module docstring)."""

@@ -1,8 +1,8 @@
 """A real server on loopback, or the app in process: the two ways a test reaches an agent.
 
 ``live_server`` binds port 0 on 127.0.0.1 *before* building the app, so the card advertises the
-address clients really use and no other process can take the port in between. uvicorn runs in
-the caller's event loop, in a task the context manager owns, so handlers, tests and the server
+address clients really use and no other process can take the port in between. The server runs
+in the caller's event loop, in a task the context manager owns, so handlers, tests and the server
 share one loop (a test may await an event its handler sets).
 """
 
@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import socket
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
 
 from ..server import A2AApp, Agent, create_app
 from ..server.tls import ServerTLS
+
+if TYPE_CHECKING:
+    from ..server.http_server import HTTPServer
 
 __all__ = ["AppSource", "in_process", "live_server"]
 
@@ -28,7 +30,7 @@ AppSource = Agent | A2AApp | Callable[[str], A2AApp]
 
 _LOOPBACK = "127.0.0.1"
 _STARTUP_TIMEOUT_S = 30.0
-# How much longer than the runner's grace open connections get before uvicorn drops them.
+# How much longer than the runner's grace open connections get before the server drops them.
 _CONNECTION_SLACK_S = 2.0
 
 
@@ -36,7 +38,8 @@ _CONNECTION_SLACK_S = 2.0
 async def live_server(
     source: AppSource, *, tls: ServerTLS | None = None, **create_app_options: Any
 ) -> AsyncIterator[str]:
-    """Serve ``source`` with uvicorn on 127.0.0.1 and a free port; yield its base URL.
+    """Serve ``source`` with peerwire's HTTP server on 127.0.0.1 and a free port; yield its
+    base URL.
 
     ``tls`` serves HTTPS (mutual TLS when it names client CAs; requests then carry the
     client certificate in the ASGI TLS extension), and gRPC over TLS too when ``source`` is
@@ -49,9 +52,7 @@ async def live_server(
     fixture alike.
     """
     # The "server" extra, imported here so that peerwire.testing imports without it.
-    import uvicorn
-
-    from ..server.uvicorn_server import DrainingServer
+    from ..server.http_server import HTTPServer
 
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and
     # accepted connections inherit it; without it each response waits ~40 ms on Nagle.
@@ -59,32 +60,24 @@ async def live_server(
     try:
         sock.bind((_LOOPBACK, 0))
         url = f"{'http' if tls is None else 'https'}://{_LOOPBACK}:{sock.getsockname()[1]}"
-        tls_options: dict[str, Any] = {}
-        if tls is not None:
-            from ..server.uvicorn_tls import http_protocol
-
-            tls_options = {**tls.uvicorn_options(), "http": http_protocol()}
-            if isinstance(source, Agent) and create_app_options.get("grpc_port") is not None:
-                create_app_options = {"grpc_tls": tls, **create_app_options}
+        if (
+            tls is not None
+            and isinstance(source, Agent)
+            and create_app_options.get("grpc_port") is not None
+        ):
+            create_app_options = {"grpc_tls": tls, **create_app_options}
         app = _build(source, url, create_app_options)
         grace = app.dispatcher.runner.shutdown_grace
-        config = uvicorn.Config(
+        server = HTTPServer(
             app,
-            http=tls_options.pop("http", "httptools"),
-            ws="none",
-            lifespan="on",
-            log_config=None,  # leave the test's (or user's) logging configuration alone
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=math.ceil(grace + _CONNECTION_SLACK_S),
-            **tls_options,
+            ssl_context=None if tls is None else tls.ssl_context(),
+            connection_grace=grace + _CONNECTION_SLACK_S,
         )
-        server = DrainingServer(config, app)
         # One task owned by this context manager, awaited on every exit path. Not a task
         # group around the ``yield``: pytest-asyncio runs a fixture's setup and teardown in
         # different tasks, and a cancel scope must be exited in the task that entered it.
         serving = asyncio.get_running_loop().create_task(
-            _serve(server, sock), name=f"peerwire live_server {url}"
+            server.serve(sock=sock), name=f"peerwire live_server {url}"
         )
         try:
             await _wait_started(server, serving)
@@ -98,29 +91,27 @@ async def live_server(
         sock.close()
 
 
-async def _serve(server: Any, sock: socket.socket) -> None:
-    # uvicorn says "startup failed" with SystemExit; _wait_started reports it instead.
-    with contextlib.suppress(SystemExit):
-        await server.serve(sockets=[sock])
+async def _wait_started(server: HTTPServer, serving: asyncio.Task[None]) -> None:
+    started = asyncio.ensure_future(server.started.wait())
+    try:
+        with anyio.fail_after(_STARTUP_TIMEOUT_S):
+            await asyncio.wait({serving, started}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        started.cancel()
+    if serving.done():
+        serving.result()  # the application's startup error
+        raise RuntimeError("the server stopped while starting")
 
 
-async def _wait_started(server: Any, serving: asyncio.Task[None]) -> None:
-    with anyio.fail_after(_STARTUP_TIMEOUT_S):
-        # uvicorn offers a flag, not an event: poll it, bounded by the startup timeout.
-        while not server.started and not serving.done():  # noqa: ASYNC110
-            await anyio.sleep(0.005)
-    if not server.started:
-        raise RuntimeError("the server did not start: see the log for the application's error")
-
-
-async def _stop(server: Any, serving: asyncio.Task[None], limit: float) -> None:
-    """Ask uvicorn to shut down and wait for it, even if the caller is being cancelled."""
-    server.should_exit = True
+async def _stop(server: HTTPServer, serving: asyncio.Task[None], limit: float) -> None:
+    """Shut the server down and wait for it, even if the caller is being cancelled."""
+    server.request_exit()
     with anyio.CancelScope(shield=True):
-        # The runner's drain and uvicorn's steps are each bounded; ``limit`` bounds them all.
+        # The runner's drain and the connections' grace are each bounded; ``limit`` bounds
+        # them all.
         await asyncio.wait({serving}, timeout=limit)
         if not serving.done():
-            server.force_exit = True
+            server.request_exit(force=True)
             await asyncio.wait({serving}, timeout=_CONNECTION_SLACK_S)
         if not serving.done():
             serving.cancel()
