@@ -293,6 +293,8 @@ class H1Connection(asyncio.Protocol):
         self.write_paused = False
         self._drain_waiter: asyncio.Future[None] | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._idle_since = 0.0
+        self._task: asyncio.Task[None] | None = None
         self.closing_after_answer = False
         self._lost = False
 
@@ -384,7 +386,6 @@ class H1Connection(asyncio.Protocol):
         self._headers.append((name.lower(), value))
 
     def on_headers_complete(self) -> None:
-        self._cancel_idle_timer()
         parser = self._parser
         method = parser.get_method().decode("ascii")
         path, raw_path, query = _split_target(self._url)
@@ -441,20 +442,22 @@ class H1Connection(asyncio.Protocol):
 
     def _start(self, request: _Request) -> None:
         self._active = request
-        self.loop.create_task(self._run(request))
+        # Held here: the event loop keeps only weak references to tasks.
+        self._task = self.loop.create_task(self._run(request))
 
     async def _run(self, request: _Request) -> None:
         try:
             await self.shared.app(request.scope, request.receive, request.send)
-        except BaseException as exc:
+        except Exception:
             if not request.response_started and not request.disconnected:
                 log.exception("peerwire: the application failed before answering")
                 await _answer_plain(request, 500, b"Internal Server Error")
             elif not request.response_done and not request.disconnected:
                 log.exception("peerwire: the application failed while answering")
                 request.keep_alive = False
-            if not isinstance(exc, Exception):
-                raise  # cancellation, KeyboardInterrupt: not the application's failure
+        except BaseException:
+            request.keep_alive = False  # cancelled (the loop is closing): no answer, close
+            raise
         else:
             if not request.response_started and not request.disconnected:
                 log.error("peerwire: the application returned without answering")
@@ -529,8 +532,13 @@ class H1Connection(asyncio.Protocol):
         self._transport.close()
 
     def _arm_idle_timer(self) -> None:
-        self._cancel_idle_timer()
-        self._idle_timer = self.loop.call_later(self.shared.idle_timeout, self._idle)
+        # One timer re-armed when it fires early, not one new timer per request: keep-alive
+        # connections go idle after every answer.
+        self._idle_since = self.loop.time()
+        if self._idle_timer is None:
+            self._idle_timer = self.loop.call_at(
+                self._idle_since + self.shared.idle_timeout, self._idle
+            )
 
     def _cancel_idle_timer(self) -> None:
         if self._idle_timer is not None:
@@ -539,7 +547,12 @@ class H1Connection(asyncio.Protocol):
 
     def _idle(self) -> None:
         self._idle_timer = None
-        if self._active is None and self._transport is not None:
+        if self._active is not None or self._parsing is not None or self._transport is None:
+            return  # busy: armed again when the answer is done
+        deadline = self._idle_since + self.shared.idle_timeout
+        if self.loop.time() < deadline:
+            self._idle_timer = self.loop.call_at(deadline, self._idle)
+        else:
             self._transport.close()
 
     def _pause_reading(self) -> None:
