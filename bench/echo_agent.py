@@ -8,7 +8,10 @@ SendMessage echoes the text as one artifact (submitted -> working -> artifact ->
 
 from __future__ import annotations
 
+import gc
+
 from peerwire import Agent, Message, TaskContext
+from peerwire.server import A2AApp, create_app
 
 agent = Agent(
     "Echo Agent (peerwire)",
@@ -37,3 +40,12 @@ async def echo(message: Message, ctx: TaskContext) -> str | None:
             last_chunk=i == count - 1,
         )
     return None
+
+
+def uvicorn_app() -> A2AApp:
+    """The same agent as an ASGI app for uvicorn (``uvicorn --factory``): the bench's
+    ``peerwire-uvicorn`` target, measuring peerwire's own HTTP server against uvicorn.
+    Collects garbage as ``peerwire serve`` does, so only the HTTP server differs."""
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 20)
+    return create_app(agent, store="memory")

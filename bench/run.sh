@@ -6,12 +6,13 @@
 #   bench/run.sh --scenarios a,b --repeat 2 --json bench.json
 #   bench/run.sh --scenarios p --server peerwire   # py-spy profile of peerwire under load
 #   bench/run.sh --server peerwire --server sdk --baseline sdk
+#   bench/run.sh --server peerwire --server peerwire-uvicorn --server floor   # HTTP server vs uvicorn
 #   bench/run.sh --client [--repeat 3 --json client.json]   # client bench (client_bench.py)
 #   bench/run.sh --help                   # this, and the harness's options (runs nothing)
 #
 # Extra arguments go to the harness (its --help lists them). Any --server/--url replaces the
-# default targets; "peerwire" and "peerwire-sqlite" name peerwire's own targets there, the
-# harness knows "sdk", "sdk-notrace", "floor" and "floor-asgi". Targets are started fresh per
+# default targets; "peerwire", "peerwire-sqlite" and "peerwire-uvicorn" (the same app on
+# uvicorn, to measure peerwire's HTTP server) name peerwire's own targets there, the harness knows "sdk", "sdk-notrace", "floor" and "floor-asgi". Targets are started fresh per
 # scenario, pinned to CPU 0, loaded from CPU 1, on loopback only. Environment:
 #   PEERWIRE_SHARED_BENCH  the harness folder (default: ../shared/bench beside the repository)
 #   PEERWIRE_BIN           the peerwire command (default: .venv/bin/peerwire)
@@ -65,6 +66,8 @@ declare -A ours=(
   [peerwire]="peerwire=$serve --store memory"
   # \$\$ is expanded by the harness's shell: a fresh database file for every start.
   [peerwire-sqlite]="peerwire-sqlite=$serve --store sqlite:$DB_DIR/bench-\$\$.db"
+  # The same app on uvicorn instead of peerwire's HTTP server (docs/PERFORMANCE.md).
+  [peerwire-uvicorn]="peerwire-uvicorn=env PYTHONPATH=$ROOT $(dirname "$PEERWIRE")/python -m uvicorn --factory bench.echo_agent:uvicorn_app --port {port} --log-level warning --no-access-log --no-proxy-headers"
 )
 targets=(
   --server "${ours[peerwire]}"
@@ -85,7 +88,9 @@ for x in "$@"; do
     --server=* | --url=*) targets=() ;;
   esac
   case "$x" in
-    --server=peerwire | --server=peerwire-sqlite) x="--server=${ours[${x#--server=}]}" ;;
+    --server=peerwire | --server=peerwire-sqlite | --server=peerwire-uvicorn)
+      x="--server=${ours[${x#--server=}]}"
+      ;;
   esac
   args+=("$x")
 done

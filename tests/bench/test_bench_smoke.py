@@ -235,6 +235,32 @@ def test_run_sh_targets_given_replace_the_defaults_and_name_ours(fake_harness: P
     assert argv[1:] == ["--url", "x=http://127.0.0.1:9"]
 
 
+def test_run_sh_names_the_same_app_on_uvicorn(fake_harness: Path) -> None:
+    argv = run_sh(fake_harness, "--server", "peerwire-uvicorn")
+    assert argv[1].startswith("peerwire-uvicorn=env PYTHONPATH=")
+    assert "-m uvicorn --factory bench.echo_agent:uvicorn_app --port {port}" in argv[1]
+
+
+def test_the_uvicorn_factory_builds_the_echo_agent() -> None:
+    # In a process of its own: the factory tunes the garbage collector as a server would.
+    probe = (
+        "import asyncio, httpx\n"
+        "from bench.echo_agent import uvicorn_app\n"
+        "async def main():\n"
+        "    app = uvicorn_app()\n"
+        "    async with app.lifespan(), httpx.AsyncClient(\n"
+        "        transport=httpx.ASGITransport(app=app), base_url='http://t') as http:\n"
+        "        body = {'jsonrpc': '2.0', 'id': 1, 'method': 'SendMessage', 'params': {\n"
+        "            'message': {'messageId': 'm', 'role': 'ROLE_USER', 'parts': [{'text': 'hi'}]}}}\n"
+        "        reply = await http.post('/', json=body, headers={'A2A-Version': '1.0'})\n"
+        "        print(reply.json()['result']['task']['status']['state'])\n"
+        "asyncio.run(main())\n"
+    )
+    done = run(sys.executable, "-c", probe, env={"PYTHONPATH": str(BENCH.parent)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "TASK_STATE_COMPLETED"
+
+
 def test_run_sh_help_shows_its_usage_and_the_harness_options_without_running() -> None:
     done = run("bash", BENCH / "run.sh", "--help")
     assert done.returncode == 0, done.stderr
