@@ -14,9 +14,16 @@ import anyio
 import httpx
 import pytest
 
+from peerwire.server import create_app
 from peerwire.server.stores import MemoryTaskStore
 from peerwire.testing import in_process, live_server
-from peerwire.types import TaskState
+from peerwire.types import (
+    ListTasksRequest,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+    from_builtins,
+)
 
 from ._agents import ask_for, workbench
 from ._rpc import HEADERS, Rpc, envelope, serving, state_of, status_text, user_message
@@ -100,6 +107,28 @@ async def test_cancel_right_after_the_task_was_created() -> None:
         # Nothing of the canceled task still counts as working.
         done = await call("SendMessage", {"message": ask_for("echo", "next")})
         assert state_of(done["task"]) == "TASK_STATE_COMPLETED"
+
+
+async def test_a_blocking_caller_that_goes_away_leaves_its_task_running() -> None:
+    agent, controls = workbench()
+    store = MemoryTaskStore()
+    app = create_app(agent, store=store)
+    async with app.lifespan():
+        request = from_builtins({"message": ask_for("wait", "abandoned")}, SendMessageRequest)
+        caller = asyncio.ensure_future(app.dispatcher.send_message(request))
+        await controls.started("abandoned")
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        [task] = (await app.dispatcher.list_tasks(ListTasksRequest())).tasks
+        stream = await app.dispatcher.subscribe_to_task(SubscribeToTaskRequest(id=task.id))
+        controls.release("abandoned")
+        with anyio.fail_after(WAIT_S):
+            [*_, last] = [event async for event in stream]
+        assert last.status_update is not None
+        assert last.status_update.status.state is TaskState.COMPLETED
+    # Leaving the lifespan raised nothing: the runner took the caller's leaving in its stride.
+    assert (await stored_state(store, task.id))[0] is TaskState.COMPLETED
 
 
 # -- ask: live continuation and replay ---------------------------------------------------------

@@ -111,9 +111,11 @@ class _Envelope(msgspec.Struct, frozen=True):
 _envelope_decoder = msgspec.json.Decoder(_Envelope)
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """A decoded request: its id as JSON bytes (echoed verbatim), method and typed params."""
+class Request(msgspec.Struct, frozen=True, gc=False):
+    """A decoded request: its id as JSON bytes (echoed verbatim), method and typed params.
+
+    A Struct, not a frozen dataclass: one is built per request, several times faster.
+    """
 
     id: bytes
     method: Method

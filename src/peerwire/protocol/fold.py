@@ -88,37 +88,49 @@ class TaskRecord:
     def check(self, event: Event) -> None:
         """Raise ``IllegalTransitionError`` if ``event`` may not be applied; change nothing."""
         if isinstance(event, TaskStatusUpdateEvent):
-            self._check_ids(event.task_id)
-            check_transition(self.status.state, event.status.state, self.id)
+            self._check_status(event)
         elif isinstance(event, TaskArtifactUpdateEvent):
-            self._check_ids(event.task_id)
-            if self.status.state in TERMINAL:
-                raise IllegalTransitionError(
-                    self.status.state,
-                    self.status.state,
-                    f"task {self.id} is {self.status.state.value}: no artifact can be added",
-                    task_id=self.id,
-                )
-        elif self.status.state in TERMINAL:
+            self._check_artifact(event)
+        else:
+            self._check_message()
+
+    def apply(self, event: Event) -> None:
+        """Validate ``event`` and fold it in; the version goes up by one."""
+        if isinstance(event, TaskStatusUpdateEvent):
+            self._check_status(event)
+            self.status = event.status
+            if event.status.message is not None:
+                self.history.append(event.status.message)
+        elif isinstance(event, TaskArtifactUpdateEvent):
+            self._check_artifact(event)
+            self._apply_artifact(event)
+        else:
+            self._check_message()
+            self.history.append(event)
+        self.version += 1
+
+    def _check_status(self, event: TaskStatusUpdateEvent) -> None:
+        self._check_ids(event.task_id)
+        check_transition(self.status.state, event.status.state, self.id)
+
+    def _check_artifact(self, event: TaskArtifactUpdateEvent) -> None:
+        self._check_ids(event.task_id)
+        if self.status.state in TERMINAL:
+            raise IllegalTransitionError(
+                self.status.state,
+                self.status.state,
+                f"task {self.id} is {self.status.state.value}: no artifact can be added",
+                task_id=self.id,
+            )
+
+    def _check_message(self) -> None:
+        if self.status.state in TERMINAL:
             raise IllegalTransitionError(
                 self.status.state,
                 self.status.state,
                 f"task {self.id} is {self.status.state.value}: no message can be added",
                 task_id=self.id,
             )
-
-    def apply(self, event: Event) -> None:
-        """Validate ``event`` and fold it in; the version goes up by one."""
-        self.check(event)
-        if isinstance(event, TaskStatusUpdateEvent):
-            self.status = event.status
-            if event.status.message is not None:
-                self.history.append(event.status.message)
-        elif isinstance(event, TaskArtifactUpdateEvent):
-            self._apply_artifact(event)
-        else:
-            self.history.append(event)
-        self.version += 1
 
     def _check_ids(self, task_id: str) -> None:
         if task_id != self.id:

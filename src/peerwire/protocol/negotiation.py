@@ -26,6 +26,8 @@ def check_version(header: str | None, *, lenient: bool = False) -> str:
     A missing or empty header means 0.3 (spec §3.6), which peerwire does not speak, unless
     ``lenient`` is set: then it is taken as 1.0. Patch numbers are ignored ("1.0.3" is 1.0).
     """
+    if header == PROTOCOL_VERSION:
+        return PROTOCOL_VERSION  # the usual spelling, exactly: no pattern to match
     value = (header or "").strip()
     if not value:
         if lenient:
@@ -67,6 +69,8 @@ def active_extensions(
             "A2A-Extensions header",
             metadata={"extensions": ",".join(missing)},
         )
+    if not wanted:
+        return ()
     offered = set(supported)
     return tuple(uri for uri in wanted if uri in offered)
 

@@ -68,11 +68,7 @@ class Subscription:
         the subscription is closed and drained. The first call fixes where a replaying bus
         starts (see the module docstring): later calls must not pass a smaller version.
         """
-        on_start = self._on_start
-        if on_start is not None:
-            self._on_start = None
-            if not self._closed:
-                on_start(self, after_version)
+        self._begin(after_version)
         while True:
             while self._items:
                 version, event = self._items.popleft()
@@ -80,17 +76,46 @@ class Subscription:
                     return version, event
             if self._closed:
                 raise StopAsyncIteration
-            loop = asyncio.get_running_loop()
-            waiter = self._waiter = loop.create_future()
-            timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
-            try:
-                await waiter
-            finally:
-                self._waiter = None
-                if timer is not None:
-                    timer.cancel()
-            if waiter.result() is _TIMED_OUT:
+            if not await self._wait(timeout):
                 return None
+
+    async def wait_for(self, after_version: int, wanted: Callable[[BusEvent], bool]) -> bool:
+        """Wait for an event above ``after_version`` that ``wanted`` accepts; False if the
+        subscription closes first. The events before it are dropped.
+
+        ``next`` in a loop, for a caller that waits for one kind of event: the events already
+        queued are checked in one pass, not one call each.
+        """
+        self._begin(after_version)
+        items = self._items
+        while True:
+            while items:
+                version, event = items.popleft()
+                if version > after_version and wanted(event):
+                    return True
+            if self._closed:
+                return False
+            await self._wait(None)
+
+    def _begin(self, after_version: int) -> None:
+        on_start = self._on_start
+        if on_start is not None:
+            self._on_start = None
+            if not self._closed:
+                on_start(self, after_version)
+
+    async def _wait(self, timeout: float | None) -> bool:
+        """Wait for the next ``put`` or the close; False if ``timeout`` passed first."""
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+        return waiter.result() is not _TIMED_OUT
 
     def __aiter__(self) -> AsyncIterator[tuple[int, BusEvent]]:
         return self
@@ -148,6 +173,10 @@ def open_bus(spec: str) -> EventBus:
 
 class MemoryBus:
     """Fan-out within one process."""
+
+    # Every event it delivers was published in this process: a runner that publishes all of
+    # its tasks' events knows all that a subscriber would (``Runner.sees_every_event``).
+    process_local = True
 
     def __init__(self) -> None:
         self._subscribers: dict[str, list[Subscription]] = {}

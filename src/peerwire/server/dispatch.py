@@ -8,6 +8,7 @@ can answer an error as an ordinary response before it starts a stream.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -66,7 +67,7 @@ from .agent import Agent, Skill
 from .bus import BusEvent, EventBus, Subscription
 from .push_configs import PushConfigPolicy
 from .runner import Runner
-from .stores.base import TaskStore
+from .stores.base import TaskStore, snapshot_reader
 
 __all__ = ["CallContext", "Dispatcher", "TaskStream"]
 
@@ -85,7 +86,8 @@ class CallContext:
     @classmethod
     def of(cls, principal: Principal | None, extensions: tuple[str, ...] = ()) -> CallContext:
         if principal is None:
-            return cls(extensions=extensions)
+            # Frozen: the anonymous caller without extensions is one shared instance.
+            return cls(extensions=extensions) if extensions else _ANONYMOUS
         return cls(
             owner=principal.id,
             extensions=extensions,
@@ -115,6 +117,7 @@ class Dispatcher:
         self.store = store
         self.bus = bus
         self.runner = runner
+        self._snapshots = snapshot_reader(store)
         self._card = card
         self._extended_card = extended_card
         # None: push notifications are not offered (the card says so too).
@@ -126,15 +129,19 @@ class Dispatcher:
         self, request: SendMessageRequest, call: CallContext = _ANONYMOUS
     ) -> SendMessageResponse:
         history_length = self._check_send(request)
-        push = await self._inline_push_config(request)
-        started = await self._start(request, call, push)
+        config = request.configuration
+        push = None if config is None else await self._inline_push_config(request)
+        blocking = config is None or not config.return_immediately
+        started = await self._start(request, call, push, streaming=False, blocking=blocking)
         if isinstance(started, Message):
             return SendMessageResponse(message=started)
-        task_id, subscription, seen, _ = started
-        with subscription:
-            config = request.configuration
-            if config is None or not config.return_immediately:
-                await _wait_until_settled(subscription, seen)
+        task_id, waiting, seen, _ = started
+        if not isinstance(waiting, Subscription):
+            await waiting  # the runner's word that the task settled (``Runner.launch_watched``)
+        else:
+            with waiting:
+                if blocking:
+                    await _wait_until_settled(waiting, seen)
         return SendMessageResponse(
             task=await self._snapshot(task_id, request.tenant, call.owner, history_length)
         )
@@ -144,11 +151,12 @@ class Dispatcher:
     ) -> TaskStream:
         self._check_streaming()
         history_length = self._check_send(request)
-        push = await self._inline_push_config(request)
-        started = await self._start(request, call, push)
+        push = None if request.configuration is None else await self._inline_push_config(request)
+        started = await self._start(request, call, push, streaming=True, blocking=False)
         if isinstance(started, Message):
             return TaskStream(StreamResponse(message=started))
         task_id, subscription, version, task = started
+        assert isinstance(subscription, Subscription)  # only a blocking send waits otherwise
         if task is None:
             try:
                 record = await self._load(task_id, request.tenant, call.owner)
@@ -217,14 +225,19 @@ class Dispatcher:
         self,
         request: SendMessageRequest,
         call: CallContext,
-        push: TaskPushNotificationConfig | None = None,
-    ) -> Message | tuple[str, Subscription, int, Task | None]:
+        push: TaskPushNotificationConfig | None,
+        *,
+        streaming: bool,
+        blocking: bool,
+    ) -> Message | tuple[str, Subscription | asyncio.Future[None], int, Task | None]:
         """Create or continue the task and start its handler, with a subscription opened first.
 
         ``push`` (an accepted inline config) is registered before the handler can emit.
         Returns the reply of a message skill, or ``(task_id, subscription, version, task)``:
-        the subscription's events follow ``version``, which ``task`` (the task at creation;
-        ``None`` for a continued task) is at.
+        the subscription's events follow ``version``, which ``task`` (for a stream, the task at
+        creation; ``None`` for a continued task or a blocking send) is at. A ``blocking`` send
+        of a new task whose every event the runner sees gets, instead of a subscription, the
+        runner's future that is done once the task settles.
         """
         message = request.message
         existing = None
@@ -237,7 +250,8 @@ class Dispatcher:
             assert record is not None
             return await self._continue(decision, message, record, request.tenant, call, push)
         skill = self.agent.route(message)
-        _check_scopes(skill, call)
+        if skill.scopes:
+            _check_scopes(skill, call)
         if skill.replies_with_message:
             # A direct reply creates no task: there is nothing to push about.
             return await self._reply(skill, message, decision.context_id)
@@ -253,10 +267,22 @@ class Dispatcher:
             version=1,
         )
         # Taken before the handler can run: a stream starts from the task as it was created.
-        snapshot, version = record.snapshot(history_length=_history_length(request)), record.version
+        snapshot = record.snapshot(history_length=_history_length(request)) if streaming else None
+        version = record.version
         await self.store.create(record, tenant=request.tenant, owner=call.owner)
         if push is not None:
             await self._register_push_config(push, task_id)
+        if blocking and self.runner.sees_every_event:
+            # No subscription to fill and drain: the runner knows when the task settles.
+            settled = self.runner.launch_watched(
+                skill,
+                task_id=task_id,
+                context_id=context_id,
+                message=first,
+                tenant=request.tenant,
+                owner=call.owner,
+            )
+            return task_id, settled, version, snapshot
         subscription = self.bus.subscribe(task_id)
         await self.runner.launch(
             skill,
@@ -325,8 +351,7 @@ class Dispatcher:
     async def get_task(self, request: GetTaskRequest, call: CallContext = _ANONYMOUS) -> Task:
         _check_task_id(request.id)
         check_history_length(request.history_length)
-        record = await self._load(request.id, request.tenant, call.owner)
-        return record.snapshot(history_length=request.history_length)
+        return await self._snapshot(request.id, request.tenant, call.owner, request.history_length)
 
     async def list_tasks(
         self, request: ListTasksRequest, call: CallContext = _ANONYMOUS
@@ -470,8 +495,12 @@ class Dispatcher:
     async def _snapshot(
         self, task_id: str, tenant: str, owner: str, history_length: int | None
     ) -> Task:
-        record = await self._load(task_id, tenant, owner)
-        return record.snapshot(history_length=history_length)
+        task = await self._snapshots.load_snapshot(
+            task_id, tenant=tenant, owner=owner, history_length=history_length
+        )
+        if task is None:
+            raise TaskNotFoundError(f"Task {task_id} was not found", metadata={"taskId": task_id})
+        return task
 
 
 def _check_task_id(task_id: str) -> None:
@@ -522,15 +551,11 @@ async def _wait_until_settled(subscription: Subscription, after_version: int) ->
     """Wait for the task to become terminal or interrupted after ``after_version`` (a
     blocking SendMessage); an earlier turn's settling is not this one's. Returns early when
     the subscription closes (the server is shutting down)."""
-    while True:
-        try:
-            item = await subscription.next(after_version)
-        except StopAsyncIteration:
-            return
-        assert item is not None  # no timeout was given
-        event = item[1]
-        if isinstance(event, TaskStatusUpdateEvent) and ends_blocking_wait(event.status.state):
-            return
+    await subscription.wait_for(after_version, _settles)
+
+
+def _settles(event: BusEvent) -> bool:
+    return isinstance(event, TaskStatusUpdateEvent) and ends_blocking_wait(event.status.state)
 
 
 def _wrap(event: BusEvent) -> StreamResponse:

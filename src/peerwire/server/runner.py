@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._ids import new_id
@@ -29,7 +30,7 @@ from ..errors import (
     TaskNotCancelableError,
     TaskNotFoundError,
 )
-from ..protocol import TERMINAL, Event
+from ..protocol import TERMINAL, Event, ends_blocking_wait
 from ..types import (
     Message,
     Part,
@@ -62,6 +63,7 @@ class _Live:
         "ctx",
         "deadline",
         "inbox",
+        "settled",
         "skill",
         "started",
         "task",
@@ -79,6 +81,13 @@ class _Live:
         self.cancel_reason: TaskState | None = None
         self.working = False
         self.started = False
+        # Set by ``launch_watched``: done once the task settles or the handler is gone.
+        self.settled: asyncio.Future[None] | None = None
+
+    def settle(self) -> None:
+        settled = self.settled
+        if settled is not None and not settled.done():  # its waiter may have been cancelled
+            settled.set_result(None)
 
     def stop(self, reason: TaskState) -> None:
         """Stop the handler for ``reason``.
@@ -121,6 +130,9 @@ class Runner:
         # A store whose appends never yield to the loop cannot be interrupted between saving an
         # event and publishing it; any other store gets that pair shielded from cancellation.
         self._atomic_appends = bool(getattr(store, "appends_never_suspend", False))
+        # A bus that delivers only this process's events delivers only what this runner
+        # publishes (see ``sees_every_event``).
+        self._bus_is_local = bool(getattr(bus, "process_local", False))
         self.placement: Placement | None = None
         if queue is not None:
             from .placement import Placement
@@ -266,18 +278,58 @@ class Runner:
         owner: str,
     ) -> None:
         """Get a new task's handler running: here, or through the queue on some worker."""
+        self.check_capacity()
         if self.placement is None:
-            self.start(
+            self._start(
                 skill,
                 task_id=task_id,
                 context_id=context_id,
                 message=message,
                 tenant=tenant,
                 owner=owner,
+                state=TaskState.SUBMITTED,
+                answers=[],
             )
-            return
+        else:
+            await self.placement.enqueue(task_id, tenant, "start", owner)
+
+    @property
+    def sees_every_event(self) -> bool:
+        """Whether every event of the tasks this runner starts passes through it, as through
+        the bus: their handlers run here (no work queue) and the bus is in-process."""
+        return self.placement is None and self._bus_is_local
+
+    def launch_watched(
+        self,
+        skill: Skill,
+        *,
+        task_id: str,
+        context_id: str,
+        message: Message,
+        tenant: str,
+        owner: str,
+    ) -> asyncio.Future[None]:
+        """Start a new task's handler here (only when ``sees_every_event``); the future is
+        done once the task is terminal or interrupted, or its handler is gone.
+
+        What a blocking send waits for, known here without a bus subscription: the runner
+        stores and publishes each of the task's events itself.
+        """
+        assert self.sees_every_event, "the task's events may come from elsewhere"
         self.check_capacity()
-        await self.placement.enqueue(task_id, tenant, "start", owner)
+        live = self._start(
+            skill,
+            task_id=task_id,
+            context_id=context_id,
+            message=message,
+            tenant=tenant,
+            owner=owner,
+            state=TaskState.SUBMITTED,
+            answers=[],
+        )
+        # The handler has not run yet (its task is only scheduled): no event is missed.
+        live.settled = asyncio.get_running_loop().create_future()
+        return live.settled
 
     def _start(
         self,
@@ -291,7 +343,7 @@ class Runner:
         state: TaskState,
         answers: list[Message],
         latest: Message | None = None,
-    ) -> None:
+    ) -> _Live:
         assert self._group is not None, "the runner is not running"
         ctx = TaskContext(
             self,
@@ -310,6 +362,7 @@ class Runner:
         self._set_working(live, True)
         run = self._run(live) if self.placement is None else self.placement.run_leased(live)
         live.task = self._group.create_task(run)
+        return live
 
     def is_live(self, task_id: str) -> bool:
         return task_id in self._live
@@ -441,12 +494,21 @@ class Runner:
     async def emit(
         self, ctx: TaskContext, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent
     ) -> None:
-        await self._append_and_publish(ctx.task_id, [event], event)
+        if self._atomic_appends:
+            # ``_append_and_publish`` inlined: a handler's every event comes this way.
+            version = await self.store.append(ctx.task_id, (event,))
+            await self.bus.publish(ctx.task_id, version, event)
+        else:
+            await self._append_and_publish(ctx.task_id, (event,), event)
+        if isinstance(event, TaskStatusUpdateEvent) and ends_blocking_wait(event.status.state):
+            live = self._live.get(ctx.task_id)
+            if live is not None:
+                live.settle()
 
     async def _append_and_publish(
         self,
         task_id: str,
-        events: list[Event],
+        events: Sequence[Event],
         published: TaskStatusUpdateEvent | TaskArtifactUpdateEvent,
     ) -> None:
         """Store ``events`` and publish the last one, as one step a cancel cannot split."""
@@ -459,7 +521,7 @@ class Runner:
     async def _store_then_publish(
         self,
         task_id: str,
-        events: list[Event],
+        events: Sequence[Event],
         published: TaskStatusUpdateEvent | TaskArtifactUpdateEvent,
     ) -> None:
         version = await self.store.append(task_id, events)
@@ -482,29 +544,44 @@ class Runner:
             context_id=context_id,
             status=TaskStatus(state=state, message=message, timestamp=now_timestamp()),
         )
-        await self._append_and_publish(task_id, [event], event)
+        await self._append_and_publish(task_id, (event,), event)
 
     # -- running a handler ------------------------------------------------------------------
 
     async def _run(self, live: _Live) -> None:
+        try:
+            outcome = await self._handle(live)
+            ctx = live.ctx
+            if outcome is None or ctx.state in TERMINAL:
+                return
+            try:
+                await self._emit_status(ctx.task_id, ctx.context_id, *outcome)
+            except (IllegalTransitionError, TaskNotFoundError):
+                log.debug("task %s: final state not recorded, it changed meanwhile", ctx.task_id)
+        finally:
+            live.settle()  # the handler is gone: a blocking send waits no longer
+
+    async def _handle(self, live: _Live) -> tuple[TaskState, str | None] | None:
+        """Run the handler to its end (or its time limit, or a cancel): the outcome to record
+        for its task (None: nothing)."""
         live.started = True
         ctx, skill = live.ctx, live.skill
         timeout = self.agent.task_timeout
-        outcome: tuple[TaskState, str | None] | None = None
         try:
             try:
                 if live.cancel_reason is not None:
                     # Stopped before it began (a cancel right after the task was created):
                     # the handler never runs, its task gets the outcome all the same.
-                    outcome = await self._after_cancel(live)
-                else:
-                    async with asyncio.timeout(timeout) as deadline:
-                        live.deadline = deadline
-                        outcome = await self._call(ctx, skill)
+                    return await self._after_cancel(live)
+                if timeout is None:
+                    return await self._call(ctx, skill)  # no limit: no timer to arm
+                async with asyncio.timeout(timeout) as deadline:
+                    live.deadline = deadline
+                    return await self._call(ctx, skill)
             except TimeoutError:
-                if not deadline.expired():
+                if live.deadline is None or not live.deadline.expired():
                     raise  # the handler's own TimeoutError: its failure, handled below
-                outcome = (
+                return (
                     TaskState.FAILED,
                     f"the task did not finish within its time limit of {timeout:g} s",
                 )
@@ -514,20 +591,14 @@ class Runner:
                 current = asyncio.current_task()
                 if current is not None:
                     current.uncancel()
-                outcome = await self._after_cancel(live)
+                return await self._after_cancel(live)
         except Exception as exc:  # the handler's failure is its task's failure, not ours
-            outcome = (TaskState.FAILED, _describe(exc))
             if not isinstance(exc, IllegalTransitionError):
                 log.info("task %s: handler raised %s", ctx.task_id, type(exc).__name__)
+            return (TaskState.FAILED, _describe(exc))
         finally:
             self._set_working(live, False)
             del self._live[ctx.task_id]
-        if outcome is None or ctx.state in TERMINAL:
-            return
-        try:
-            await self._emit_status(ctx.task_id, ctx.context_id, *outcome)
-        except (IllegalTransitionError, TaskNotFoundError):
-            log.debug("task %s: final state not recorded, it changed meanwhile", ctx.task_id)
 
     async def _call(self, ctx: TaskContext, skill: Skill) -> tuple[TaskState, str | None] | None:
         """Run the handler; what to record when it returns normally (None: nothing)."""

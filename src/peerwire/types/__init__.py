@@ -5,7 +5,7 @@ client all speak these. ``encode``/``decode`` convert to and from ProtoJSON byte
 """
 
 from ._base import Model, Role, TaskState, Timestamp, now_timestamp, parse_timestamp
-from ._codec import decode, encode, from_builtins, to_builtins
+from ._codec import decode, decode_canonical, encode, from_builtins, to_builtins
 from .card import (
     AgentCapabilities,
     AgentCard,
@@ -108,6 +108,7 @@ __all__ = [
     "TaskStatusUpdateEvent",
     "Timestamp",
     "decode",
+    "decode_canonical",
     "encode",
     "from_builtins",
     "now_timestamp",

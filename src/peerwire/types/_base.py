@@ -49,6 +49,10 @@ class TaskState(enum.Enum):
     REJECTED = "TASK_STATE_REJECTED"
     AUTH_REQUIRED = "TASK_STATE_AUTH_REQUIRED"
 
+    # Members are singletons that compare by identity, so they hash by identity too: in C,
+    # where Enum's own __hash__ is a Python call (state checks run on every event).
+    __hash__ = object.__hash__
+
     @property
     def number(self) -> int:
         """The proto enum number (gRPC wire value)."""
@@ -80,6 +84,8 @@ class Role(enum.Enum):
     USER = "ROLE_USER"
     AGENT = "ROLE_AGENT"
 
+    __hash__ = object.__hash__  # as TaskState's: identity, in C
+
     @property
     def number(self) -> int:
         return _ROLE_NUMBERS[self]
@@ -98,21 +104,27 @@ _RFC3339 = r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:
 Timestamp = Annotated[str, msgspec.Meta(pattern=_RFC3339)]
 
 
+_last_millisecond = -1
 _last_second = -1
 _last_prefix = ""
+_last_stamp = ""
 
 
 def now_timestamp() -> str:
     """The current time as an RFC 3339 UTC timestamp with millisecond precision."""
     # A busy server stamps thousands of events per second: format the date and time once per
-    # second and only append the milliseconds (strftime was a visible share of a request).
-    global _last_second, _last_prefix
-    now = time.time()
-    second = int(now)
+    # second, the milliseconds once per millisecond (strftime was a visible share of a request).
+    global _last_millisecond, _last_second, _last_prefix, _last_stamp
+    millisecond = int(time.time() * 1000)
+    if millisecond == _last_millisecond:
+        return _last_stamp
+    second, fraction = divmod(millisecond, 1000)
     if second != _last_second:
         _last_prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
         _last_second = second
-    return f"{_last_prefix}{int((now - second) * 1000):03d}Z"
+    _last_millisecond = millisecond
+    _last_stamp = f"{_last_prefix}{fraction:03d}Z"
+    return _last_stamp
 
 
 def parse_timestamp(value: str) -> datetime:

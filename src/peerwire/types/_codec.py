@@ -20,7 +20,7 @@ import msgspec
 from ..errors import FieldViolation, InvalidParamsError, JSONParseError
 from ._base import Role, TaskState
 
-__all__ = ["decode", "encode", "from_builtins", "to_builtins"]
+__all__ = ["decode", "decode_canonical", "encode", "from_builtins", "to_builtins"]
 
 T = TypeVar("T")
 
@@ -53,7 +53,8 @@ def decode(data: bytes | str, type_: type[T], *, path: str = "$") -> T:
     JSON path for JSON that is not a valid ``type_``.
     """
     raw = data.encode() if isinstance(data, str) else data
-    if _SNAKE_KEY.search(raw) is None:
+    # A document without an underscore has no snake_case key: a byte scan spares the pattern.
+    if b"_" not in raw or _SNAKE_KEY.search(raw) is None:
         try:
             return _decoder(type_).decode(raw)
         except msgspec.ValidationError:
@@ -65,6 +66,14 @@ def decode(data: bytes | str, type_: type[T], *, path: str = "$") -> T:
     except msgspec.DecodeError as exc:
         raise JSONParseError(f"Invalid JSON payload: {exc}") from None
     return from_builtins(loose, type_, path=path)
+
+
+def decode_canonical(data: bytes, type_: type[T]) -> T:
+    """Decode bytes that ``encode`` produced (canonical ProtoJSON, e.g. a stored snapshot).
+
+    One strict pass: no search for other spellings, and a failure is a bug, not bad input.
+    """
+    return _decoder(type_).decode(data)
 
 
 def from_builtins(value: Any, type_: type[T], *, path: str = "$") -> T:

@@ -20,6 +20,17 @@ class TestMemoryStore(StoreSuite):
         await store.close()
 
 
+class TestMemoryStoreCompactingAtOnce(StoreSuite):
+    """Every finished task compacted as it finishes: each read takes the compacted path."""
+
+    @pytest.fixture
+    async def store(self) -> AsyncIterator[TaskStore]:
+        store = MemoryTaskStore(expanded_finished=0)
+        await store.open()
+        yield store
+        await store.close()
+
+
 class TestSQLiteStore(StoreSuite):
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[TaskStore]:

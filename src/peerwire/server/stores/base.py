@@ -21,7 +21,14 @@ from typing import Literal, Protocol, runtime_checkable
 from ...protocol import Event, ListQuery, TaskRecord
 from ...types import Task, TaskPushNotificationConfig, TaskState
 
-__all__ = ["OutboxRow", "OutboxState", "StoredTaskInfo", "TaskStore"]
+__all__ = [
+    "OutboxRow",
+    "OutboxState",
+    "SnapshotReader",
+    "StoredTaskInfo",
+    "TaskStore",
+    "snapshot_reader",
+]
 
 OutboxState = Literal["pending", "delivered", "failed"]
 
@@ -150,3 +157,40 @@ class TaskStore(Protocol):
 
     async def outbox(self, task_id: str) -> list[OutboxRow]:
         """Every outbox row of the task (any state), by ``seq`` then config (for inspection)."""
+
+
+@runtime_checkable
+class SnapshotReader(Protocol):
+    """Reading a task as the API hands it out: what ``GetTask`` and a blocking send answer.
+
+    Optional for a store: ``snapshot_reader`` gives any ``TaskStore`` one. A store implements
+    it when it can do better than building the task's record first (the memory store keeps a
+    finished task encoded, and decodes it straight into a ``Task``).
+    """
+
+    async def load_snapshot(
+        self, task_id: str, *, tenant: str, owner: str | None, history_length: int | None
+    ) -> Task | None:
+        """``load(...).snapshot(history_length=...)``, or ``None`` where ``load`` finds none."""
+
+
+class _SnapshotsFromRecords:
+    """The default ``SnapshotReader``: a snapshot of the record ``load`` returns."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: TaskStore) -> None:
+        self._store = store
+
+    async def load_snapshot(
+        self, task_id: str, *, tenant: str, owner: str | None, history_length: int | None
+    ) -> Task | None:
+        record = await self._store.load(task_id, tenant=tenant, owner=owner)
+        return None if record is None else record.snapshot(history_length=history_length)
+
+
+def snapshot_reader(store: TaskStore) -> SnapshotReader:
+    """``store`` itself if it reads snapshots on its own, else the default over ``load``."""
+    if isinstance(store, SnapshotReader):
+        return store
+    return _SnapshotsFromRecords(store)
