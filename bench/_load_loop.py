@@ -207,8 +207,9 @@ def main(name: str, connect: Connect, *, version: str) -> None:
 
 
 def pooled_limits(concurrency: int) -> dict[str, int]:
-    """httpx pool sizes for ``concurrency`` callers: every connection is kept alive, so neither
-    client pays for reconnects (httpx's default keeps only 20)."""
+    """httpx pool sizes for ``concurrency`` callers (sdk_client_load.py's): every connection is
+    kept alive, so the SDK client pays for no reconnects (httpx's default keeps only 20). The
+    peerwire client's own pool keeps up to 100 connections per origin alive by default."""
     return {"max_connections": concurrency, "max_keepalive_connections": concurrency}
 
 

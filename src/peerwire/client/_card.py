@@ -16,18 +16,21 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 import msgspec
 
 from ..errors import A2AError, InvalidAgentCardError, InvalidResponseError
 from ..types import AgentCard, decode
-from .transports._http import client_error
+from .transports._exchange import HTTPExchange, Reply, as_exchange
+from .transports._http import HTTP_ERRORS, client_error
 
 __all__ = ["CARD_PATH", "CardCache", "card_url", "default_card_cache"]
 
 CARD_PATH = "/.well-known/agent-card.json"
-_HTTP_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+_MAX_REDIRECTS = 20  # as httpx
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 def card_url(url: str) -> str:
@@ -77,7 +80,7 @@ class CardCache:
 
     async def fetch(
         self,
-        http: httpx.AsyncClient,
+        http: httpx.AsyncClient | HTTPExchange,
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
@@ -103,16 +106,8 @@ class CardCache:
                 request_headers["If-None-Match"] = entry.etag
             if entry.last_modified:
                 request_headers["If-Modified-Since"] = entry.last_modified
-        try:
-            response = await http.get(
-                url, headers=request_headers, timeout=timeout, follow_redirects=True
-            )
-        except _HTTP_ERRORS as exc:
-            error = client_error(exc, url, "fetching the agent card")
-            if isinstance(error, InvalidResponseError):
-                raise InvalidAgentCardError(error.message, url=url) from exc
-            raise error from exc
-        if response.status_code == 304 and entry is not None:
+        response = await _get(as_exchange(http), url, request_headers, timeout)
+        if response.status == 304 and entry is not None:
             if check is not None:
                 await check(entry.content)
             lifetime = self._lifetime(response.headers)
@@ -120,15 +115,15 @@ class CardCache:
             entry.fresh_until = self._clock() + (lifetime or 0.0)
             self._entries.move_to_end(url)
             return entry.card
-        if response.status_code != 200:
-            raise InvalidAgentCardError(_status_problem(url, response.status_code), url=url)
+        if response.status != 200:
+            raise InvalidAgentCardError(_status_problem(url, response.status), url=url)
         if check is not None:
-            await check(response.content)
-        card = parse_card(response.content, url)
-        self._store(url, card, response.content, response.headers)
+            await check(response.body)
+        card = parse_card(response.body, url)
+        self._store(url, card, response.body, response.headers)
         return card
 
-    def _store(self, url: str, card: AgentCard, content: bytes, headers: httpx.Headers) -> None:
+    def _store(self, url: str, card: AgentCard, content: bytes, headers: Mapping[str, str]) -> None:
         lifetime = self._lifetime(headers)
         if lifetime is None:
             self._entries.pop(url, None)
@@ -144,7 +139,7 @@ class CardCache:
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
 
-    def _lifetime(self, headers: httpx.Headers) -> float | None:
+    def _lifetime(self, headers: Mapping[str, str]) -> float | None:
         """Seconds the response stays fresh; ``None`` if it must not be stored at all."""
         directives = _cache_control(headers.get("cache-control", ""))
         if "no-store" in directives:
@@ -161,6 +156,50 @@ class CardCache:
 
 
 default_card_cache = CardCache()
+
+
+async def _get(
+    http: HTTPExchange, url: str, headers: dict[str, str], timeout: float | None
+) -> Reply:
+    """GET ``url``, following redirects (credentials stay with the origin they were given
+    for, as httpx does: ``Authorization`` goes along only to the same origin, or from http
+    to https on the same host)."""
+    location = url
+    for _ in range(_MAX_REDIRECTS + 1):
+        try:
+            response = await http.request("GET", location, headers=headers, timeout=timeout)
+        except HTTP_ERRORS as exc:
+            error = client_error(exc, url, "fetching the agent card")
+            if isinstance(error, InvalidResponseError):
+                raise InvalidAgentCardError(error.message, url=url) from exc
+            raise error from exc
+        target = response.headers.get("location")
+        if response.status not in _REDIRECTS or not target:
+            return response
+        previous, location = location, urljoin(location, target)
+        if not _keeps_credentials(previous, location):
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    raise InvalidAgentCardError(
+        f"fetching the agent card at {url} was redirected more than {_MAX_REDIRECTS} times",
+        url=url,
+    )
+
+
+def _keeps_credentials(source: str, destination: str) -> bool:
+    before, after = urlsplit(source), urlsplit(destination)
+    if (before.scheme, before.hostname, before.port) == (
+        after.scheme,
+        after.hostname,
+        after.port,
+    ):
+        return True
+    return (
+        before.scheme == "http"
+        and after.scheme == "https"
+        and before.hostname == after.hostname
+        and before.port in (None, 80)
+        and after.port in (None, 443)
+    )
 
 
 def parse_card(content: bytes, url: str) -> AgentCard:
@@ -217,7 +256,7 @@ def _seconds(value: str | None) -> float | None:
     return float(value.strip())
 
 
-def _expires_in(headers: httpx.Headers) -> float | None:
+def _expires_in(headers: Mapping[str, str]) -> float | None:
     expires = headers.get("expires")
     if expires is None:
         return None

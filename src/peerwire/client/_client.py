@@ -50,6 +50,7 @@ from ._follow import Payload, TaskFollower
 from ._inprocess import ASGIApp, StreamingASGITransport
 from ._messages import Content, FileLike, build_message
 from ._registry import transport_factory, unavailable_reason
+from .transports._exchange import HTTPExchange, HttpxExchange, PooledExchange
 from .transports.base import CallOptions, Transport, TransportSettings
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ class Client:
         *,
         headers: Mapping[str, str] | None = None,
         extensions: Sequence[str] = (),
-        owned_http: httpx.AsyncClient | None = None,
+        owned_http: HTTPExchange | None = None,
         credentials: Credentials | None = None,
     ) -> None:
         """Use ``Client.connect``; this wires up parts that ``connect`` has already chosen."""
@@ -141,6 +142,12 @@ class Client:
         renewed as they expire; a client certificate among them is presented on every TLS
         connection (unless you pass your own ``http_client``, which then needs it).
 
+        Without ``http_client`` the client keeps its own HTTP/1.1 connections (up to 100 per
+        origin, kept alive; https verified against the system's trust store). It does not
+        speak to proxies: URLs that ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` (less
+        ``NO_PROXY``) send through one go through httpx instead. An ``http_client`` you pass
+        is used for everything, as it is configured, and left open.
+
         Await the result, or use it as ``async with Client.connect(...) as client``.
         """
         return _Connect(
@@ -179,20 +186,22 @@ class Client:
     ) -> Client:
         if app is not None and http_client is not None:
             raise ValueError("pass either app= (in-process) or http_client=, not both")
-        owned: httpx.AsyncClient | None = None
-        if http_client is None:
-            http_transport = StreamingASGITransport(app) if app is not None else None
-            tls = credentials.ssl_context() if credentials is not None and app is None else None
-            owned = http_client = httpx.AsyncClient(
-                transport=http_transport, timeout=timeout, verify=tls or True
-            )
+        http: HTTPExchange
+        if http_client is not None:
+            http = HttpxExchange(http_client)  # the caller's: left open
+        elif app is not None:
+            asgi = httpx.AsyncClient(transport=StreamingASGITransport(app), timeout=timeout)
+            http = HttpxExchange(asgi, owned=True)
+        else:
+            tls = credentials.ssl_context() if credentials is not None else None
+            http = PooledExchange(ssl_context=tls)
         if card_cache is None:
             # Apps in one process may share a URL; their cards must not be confused.
             card_cache = CardCache() if app is not None else default_card_cache
         try:
             location = card_url(url)
             card = await card_cache.fetch(
-                http_client,
+                http,
                 location,
                 headers={**headers, "A2A-Version": PROTOCOL_VERSION},
                 timeout=timeout,
@@ -202,7 +211,7 @@ class Client:
                 interface = _interface_of(card, transport)
             else:
                 settings = TransportSettings(
-                    http=http_client,
+                    http=http,
                     timeout=timeout,
                     stream_idle_timeout=stream_idle_timeout,
                     in_process=app is not None,
@@ -210,8 +219,7 @@ class Client:
                 )
                 interface, transport = _choose(card, location, bindings, settings)
         except BaseException:
-            if owned is not None:
-                await owned.aclose()
+            await http.aclose()
             raise
         return cls(
             card,
@@ -219,7 +227,7 @@ class Client:
             transport,
             headers=headers,
             extensions=extensions,
-            owned_http=owned,
+            owned_http=http,
             credentials=credentials,
         )
 

@@ -1,11 +1,13 @@
-"""What every HTTP-based transport shares: turning httpx failures into peerwire's error tree,
-and credentials that travel in the query string."""
+"""What every HTTP-based transport shares: turning failures of the HTTP layer (the native
+pool's or httpx's) into peerwire's error tree, credentials that travel in the query string,
+and reading answers and SSE streams."""
 
 from __future__ import annotations
 
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from typing import TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
@@ -18,6 +20,8 @@ from ...errors import (
     InvalidResponseError,
 )
 from ...types import decode
+from ._exchange import StreamedReply
+from ._h1 import Disconnected, H1Error, H1Timeout, MalformedResponse
 
 T = TypeVar("T")
 
@@ -28,17 +32,19 @@ __all__ = [
     "excerpt",
     "invalid_answer",
     "is_event_stream",
+    "read_rest",
     "sse_payloads",
-    "stream_timeout",
     "with_query",
 ]
 
 
 def client_error(exc: Exception, url: str, what: str = "the request") -> ClientError:
-    """The peerwire error for an httpx failure while ``what`` was in flight to ``url``."""
-    if isinstance(exc, httpx.TimeoutException):
-        return A2ATimeoutError(f"{what} to {url} timed out ({type(exc).__name__})", url=url)
-    if isinstance(exc, httpx.DecodingError | httpx.TooManyRedirects):
+    """The peerwire error for a failure of the HTTP layer while ``what`` was in flight to
+    ``url``."""
+    if isinstance(exc, httpx.TimeoutException | H1Timeout):
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return A2ATimeoutError(f"{what} to {url} timed out ({why})", url=url)
+    if isinstance(exc, httpx.DecodingError | httpx.TooManyRedirects | MalformedResponse):
         return InvalidResponseError(f"{what} to {url} got an unreadable answer: {exc}", url=url)
     detail = str(exc) or type(exc).__name__
     return A2AConnectionError(f"{what} to {url} failed: {_tls_hint(exc, url) or detail}", url=url)
@@ -56,7 +62,7 @@ def _tls_hint(exc: BaseException, url: str) -> str | None:
                 "trust, or a client certificate the server does not accept"
             )
         if url.startswith("https:") and isinstance(
-            seen, ConnectionResetError | httpx.RemoteProtocolError
+            seen, ConnectionResetError | httpx.RemoteProtocolError | Disconnected
         ):
             # TLS 1.3 servers check the client certificate after the client's side of the
             # handshake is done, and refuse one by closing or resetting the connection.
@@ -69,21 +75,14 @@ def _tls_hint(exc: BaseException, url: str) -> str | None:
     return None
 
 
-def with_query(url: str, query: Mapping[str, str]) -> str | httpx.URL:
-    """``url`` with ``query`` added to its own parameters (httpx's ``params=`` would replace
-    them, and REST targets carry some)."""
+def with_query(url: str, query: Mapping[str, str]) -> str:
+    """``url`` with ``query`` added to its own parameters (a name in both takes the value of
+    ``query``; REST targets carry parameters of their own)."""
     if not query:
         return url
-    return httpx.URL(url).copy_merge_params(dict(query))
-
-
-def stream_timeout(timeout: float | None, idle: float | None) -> httpx.Timeout:
-    """Timeouts of a streaming request: the stream may stay quiet for ``idle`` seconds.
-
-    A read timeout equal to the unary timeout would kill streams whose task is simply slow;
-    between events a server only sends keep-alive comments (every 15 s for peerwire).
-    """
-    return httpx.Timeout(timeout, read=idle)
+    parts = urlsplit(url)
+    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in query]
+    return urlunsplit(parts._replace(query=urlencode([*kept, *query.items()])))
 
 
 def is_event_stream(content_type: str) -> bool:
@@ -116,20 +115,28 @@ def decode_answer(raw: bytes, type_: type[T], *, url: str, operation: str, what:
         raise invalid_answer(url, operation, why) from None
 
 
-HTTP_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
-"""What httpx raises for a request that did not get through (mapped by ``client_error``)."""
+HTTP_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, H1Error)
+"""What the HTTP layer raises for a request that did not get through (see ``client_error``)."""
 
 
-async def sse_payloads(response: httpx.Response, url: str, operation: str) -> AsyncIterator[bytes]:
-    """The ``data`` of each SSE event of ``response``; a broken connection is a typed error."""
+async def sse_payloads(reply: StreamedReply, url: str, operation: str) -> AsyncIterator[bytes]:
+    """The ``data`` of each SSE event of ``reply``; a broken connection is a typed error."""
     parser = SSEParser()
-    chunks = response.aiter_bytes()
+    chunks = reply.chunks()
     while True:
         try:
-            chunk = await chunks.__anext__()
+            chunk = await anext(chunks)
         except StopAsyncIteration:
             return
         except HTTP_ERRORS as exc:
             raise client_error(exc, url, f"the {operation} stream") from exc
         for data in parser.feed(chunk):
             yield data
+
+
+async def read_rest(reply: StreamedReply, url: str, operation: str) -> bytes:
+    """The rest of a streamed reply's body; a broken connection is a typed error."""
+    try:
+        return await reply.read()
+    except HTTP_ERRORS as exc:
+        raise client_error(exc, url, operation) from exc

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 
 from ...types import AgentInterface, StreamResponse
+
+if TYPE_CHECKING:
+    from ._exchange import HTTPExchange
 
 __all__ = [
     "CallOptions",
@@ -100,8 +103,9 @@ class Transport(Protocol):
 class TransportSettings:
     """What the client gives every transport it builds."""
 
-    http: httpx.AsyncClient
-    """The client's HTTP connection pool (HTTP bindings use it; the client closes it)."""
+    http: httpx.AsyncClient | HTTPExchange
+    """The client's HTTP connection pool (HTTP bindings use it; the client closes it): its
+    native one, or an ``httpx.AsyncClient`` (the caller's, or the in-process one)."""
 
     timeout: float | None = 30.0
     """Seconds a unary call (and connecting, sending, the first byte of a stream) may take."""

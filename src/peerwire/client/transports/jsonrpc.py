@@ -1,10 +1,11 @@
-"""The JSON-RPC 2.0 binding, client side (facts §6.1): POSTs and SSE streams over httpx.
+"""The JSON-RPC 2.0 binding, client side (facts §6.1): POSTs and SSE streams over HTTP.
 
 Unary calls POST one request envelope and decode the ``result`` into the expected type.
 Streaming calls ask for ``text/event-stream`` and branch on the answer's Content-Type: an error
 found before the stream started comes back as an ordinary JSON body. A stream ends when the
 server ends the response; a caller that stops early (``aclose``, ``break``) closes the HTTP
-response and sees no error.
+response and sees no error. Requests go through an ``HTTPExchange`` (``_exchange``): the
+client's native pool, or an ``httpx.AsyncClient``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ...errors import (
 )
 from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse
+from ._exchange import HTTPExchange, as_exchange
 from ._http import (
     HTTP_ERRORS,
     client_error,
@@ -31,8 +33,8 @@ from ._http import (
     excerpt,
     invalid_answer,
     is_event_stream,
+    read_rest,
     sse_payloads,
-    stream_timeout,
     with_query,
 )
 from .base import CallOptions, Operation, TransportSettings
@@ -40,8 +42,6 @@ from .base import CallOptions, Operation, TransportSettings
 __all__ = ["JsonRpcTransport", "create_transport"]
 
 T = TypeVar("T")
-
-_HTTP_ERRORS = HTTP_ERRORS
 
 
 class _Envelope(msgspec.Struct):
@@ -57,20 +57,21 @@ _envelope_decoder = msgspec.json.Decoder(_Envelope)
 
 
 class JsonRpcTransport:
-    """Calls one JSON-RPC interface URL through an ``httpx.AsyncClient`` it does not own."""
+    """Calls one JSON-RPC interface URL through an HTTP exchange (or ``httpx.AsyncClient``)
+    it does not own."""
 
     binding = Binding.JSONRPC
 
     def __init__(
         self,
         url: str,
-        http: httpx.AsyncClient,
+        http: httpx.AsyncClient | HTTPExchange,
         *,
         timeout: float | None = 30.0,
         stream_idle_timeout: float | None = 60.0,
     ) -> None:
         self.url = url
-        self._http = http
+        self._http = as_exchange(http)
         self._timeout = timeout
         self._stream_idle_timeout = stream_idle_timeout
         self._ids = itertools.count(1)
@@ -83,12 +84,16 @@ class JsonRpcTransport:
         headers = self._headers(options, accept="application/json")
         timeout = options.timeout if options.timeout is not None else self._timeout
         try:
-            response = await self._http.post(
-                with_query(self.url, options.query), content=body, headers=headers, timeout=timeout
+            reply = await self._http.request(
+                "POST",
+                with_query(self.url, options.query),
+                headers=headers,
+                body=body,
+                timeout=timeout,
             )
-        except _HTTP_ERRORS as exc:
+        except HTTP_ERRORS as exc:
             raise client_error(exc, self.url, operation) from exc
-        result = self._result(response.status_code, response.content, request_id, operation)
+        result = self._result(reply.status, reply.body, request_id, operation)
         if response_type is type(None):
             # Empty: servers answer {} or null (facts §2.3 (10)); there is nothing to read.
             return None
@@ -100,33 +105,34 @@ class JsonRpcTransport:
         request_id = next(self._ids)
         body = encode_request(request_id, operation, request)
         timeout = options.timeout if options.timeout is not None else self._timeout
-        http_request = self._http.build_request(
-            "POST",
-            with_query(self.url, options.query),
-            content=body,
-            headers=self._headers(options, accept="text/event-stream"),
-            timeout=stream_timeout(timeout, self._stream_idle_timeout),
-        )
         try:
-            response = await self._http.send(http_request, stream=True)
-        except _HTTP_ERRORS as exc:
+            reply = await self._http.open_stream(
+                "POST",
+                with_query(self.url, options.query),
+                headers=self._headers(options, accept="text/event-stream"),
+                body=body,
+                timeout=timeout,
+                idle_timeout=self._stream_idle_timeout,
+            )
+        except HTTP_ERRORS as exc:
             raise client_error(exc, self.url, operation) from exc
         try:
-            if not is_event_stream(response.headers.get("content-type", "")):
-                content = await self._read(response, operation)
-                self._result(response.status_code, content, request_id, operation)
+            content_type = reply.headers.get("content-type", "")
+            if not is_event_stream(content_type):
+                content = await read_rest(reply, self.url, operation)
+                self._result(reply.status, content, request_id, operation)
                 raise InvalidResponseError(
                     f"{operation} to {self.url} answered with a single result instead of an "
-                    f"event stream (Content-Type {response.headers.get('content-type')!r})",
+                    f"event stream (Content-Type {content_type!r})",
                     url=self.url,
                 )
-            if response.status_code != 200:
-                content = await self._read(response, operation)
-                raise from_rest_error(response.status_code, content)
-            async for data in sse_payloads(response, self.url, operation):
+            if reply.status != 200:
+                content = await read_rest(reply, self.url, operation)
+                raise from_rest_error(reply.status, content)
+            async for data in sse_payloads(reply, self.url, operation):
                 yield self._event(data, request_id, operation)
         finally:
-            await response.aclose()
+            await reply.aclose()
 
     async def aclose(self) -> None:
         """Nothing to release: the HTTP client belongs to whoever built this transport."""
@@ -143,12 +149,6 @@ class JsonRpcTransport:
         if options.extensions:
             headers["A2A-Extensions"] = format_extensions(options.extensions)
         return headers
-
-    async def _read(self, response: httpx.Response, operation: str) -> bytes:
-        try:
-            return await response.aread()
-        except _HTTP_ERRORS as exc:
-            raise client_error(exc, self.url, operation) from exc
 
     def _result(self, status: int, content: bytes, request_id: int, operation: str) -> bytes:
         """The raw ``result`` of a response, or the error it carries raised."""

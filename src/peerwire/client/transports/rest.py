@@ -25,6 +25,7 @@ from ...bindings.rest import A2A_JSON, encode_request, route_for
 from ...errors import A2AError, InvalidResponseError, from_rest_error
 from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse, decode
+from ._exchange import HTTPExchange, PooledExchange, as_exchange
 from ._http import (
     HTTP_ERRORS,
     client_error,
@@ -32,8 +33,8 @@ from ._http import (
     excerpt,
     invalid_answer,
     is_event_stream,
+    read_rest,
     sse_payloads,
-    stream_timeout,
     with_query,
 )
 from .base import CallOptions, Operation, TransportSettings
@@ -44,19 +45,19 @@ T = TypeVar("T")
 
 SubscribeMethod = Literal["POST", "GET"]
 
-_HTTP_ERRORS = HTTP_ERRORS
 _ACCEPT_JSON = f"{A2A_JSON}, application/json"
 
 
 class RestTransport:
-    """Calls one HTTP+JSON interface URL through an ``httpx.AsyncClient``."""
+    """Calls one HTTP+JSON interface URL through an HTTP exchange (or ``httpx.AsyncClient``);
+    ``owns_http``: ``aclose`` closes it."""
 
     binding = Binding.HTTP_JSON
 
     def __init__(
         self,
         url: str,
-        http: httpx.AsyncClient,
+        http: httpx.AsyncClient | HTTPExchange,
         *,
         timeout: float | None = 30.0,
         stream_idle_timeout: float | None = 60.0,
@@ -67,7 +68,8 @@ class RestTransport:
             raise ValueError(f"subscribe_method must be 'POST' or 'GET', not {subscribe_method!r}")
         self.url = url
         self._base = url.rstrip("/")
-        self._http = http
+        self._given_http = http
+        self._http = as_exchange(http)
         self._timeout = timeout
         self._stream_idle_timeout = stream_idle_timeout
         self._subscribe_method = subscribe_method
@@ -82,21 +84,21 @@ class RestTransport:
         headers = self._headers(options, accept=_ACCEPT_JSON, has_body=wire.body is not None)
         timeout = options.timeout if options.timeout is not None else self._timeout
         try:
-            response = await self._http.request(
+            reply = await self._http.request(
                 wire.method,
                 with_query(self._base + wire.target, options.query),
-                content=wire.body,
                 headers=headers,
+                body=wire.body,
                 timeout=timeout,
             )
-        except _HTTP_ERRORS as exc:
+        except HTTP_ERRORS as exc:
             raise client_error(exc, self.url, operation) from exc
-        if not 200 <= response.status_code < 300:
-            raise from_rest_error(response.status_code, response.content)
+        if not 200 <= reply.status < 300:
+            raise from_rest_error(reply.status, reply.body)
         if response_type is type(None):
             # Empty: {} from peerwire and the SDK; null or 204 from others. Nothing to read.
             return None
-        return self._decode(response.content, response_type, operation)
+        return self._decode(reply.body, response_type, operation)
 
     async def stream(
         self, operation: Operation, request: Any, options: CallOptions
@@ -105,41 +107,41 @@ class RestTransport:
             raise ValueError(f"{operation} is not a streaming operation: use call()")
         wire = encode_request(operation, request, subscribe_method=self._subscribe_method)
         timeout = options.timeout if options.timeout is not None else self._timeout
-        http_request = self._http.build_request(
-            wire.method,
-            with_query(self._base + wire.target, options.query),
-            content=wire.body,
-            headers=self._headers(
-                options, accept="text/event-stream", has_body=wire.body is not None
-            ),
-            timeout=stream_timeout(timeout, self._stream_idle_timeout),
-        )
         try:
-            response = await self._http.send(http_request, stream=True)
-        except _HTTP_ERRORS as exc:
+            reply = await self._http.open_stream(
+                wire.method,
+                with_query(self._base + wire.target, options.query),
+                headers=self._headers(
+                    options, accept="text/event-stream", has_body=wire.body is not None
+                ),
+                body=wire.body,
+                timeout=timeout,
+                idle_timeout=self._stream_idle_timeout,
+            )
+        except HTTP_ERRORS as exc:
             raise client_error(exc, self.url, operation) from exc
         try:
-            if not 200 <= response.status_code < 300:
-                content = await self._read(response, operation)
-                raise from_rest_error(response.status_code, content)
-            content_type = response.headers.get("content-type", "")
+            if not 200 <= reply.status < 300:
+                content = await read_rest(reply, self.url, operation)
+                raise from_rest_error(reply.status, content)
+            content_type = reply.headers.get("content-type", "")
             if not is_event_stream(content_type):
-                content = await self._read(response, operation)
+                content = await read_rest(reply, self.url, operation)
                 self._raise_if_error(content)
                 raise self._invalid(
                     operation,
                     f"it answered with a single document instead of an event stream "
                     f"(Content-Type {content_type!r}): {excerpt(content)}",
                 )
-            async for data in sse_payloads(response, self.url, operation):
+            async for data in sse_payloads(reply, self.url, operation):
                 yield self._event(data, operation)
         finally:
-            await response.aclose()
+            await reply.aclose()
 
     async def aclose(self) -> None:
         """Close the HTTP client if this transport made it; a shared one stays open."""
         if self._owns_http:
-            await self._http.aclose()
+            await self._given_http.aclose()
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -151,12 +153,6 @@ class RestTransport:
         if options.extensions:
             headers["A2A-Extensions"] = format_extensions(options.extensions)
         return headers
-
-    async def _read(self, response: httpx.Response, operation: str) -> bytes:
-        try:
-            return await response.aread()
-        except _HTTP_ERRORS as exc:
-            raise client_error(exc, self.url, operation) from exc
 
     def _event(self, data: bytes, operation: str) -> StreamResponse:
         try:
@@ -196,7 +192,7 @@ def create_transport(
 
     With ``settings`` (the client's registry) the transport uses the client's HTTP pool and
     timeouts. Standalone, it uses ``http_client`` if given (left open by ``aclose``) or makes
-    its own (closed by ``aclose``).
+    its own native pool (closed by ``aclose``; see ``PooledExchange`` for proxies).
     """
     if interface.protocol_binding != Binding.HTTP_JSON:
         raise ValueError(
@@ -214,5 +210,5 @@ def create_transport(
             subscribe_method=subscribe_method,
         )
     own = http_client is None
-    http = httpx.AsyncClient() if http_client is None else http_client
+    http = PooledExchange() if http_client is None else http_client
     return RestTransport(interface.url, http, subscribe_method=subscribe_method, owns_http=own)
