@@ -33,6 +33,7 @@ from peerwire.server.stores import (
     retention_cutoff,
 )
 from peerwire.server.stores._sql import SCHEMA_VERSION
+from peerwire.server.stores._sqlite_io import _BACKSTOP_PAGES
 from peerwire.testing.store_suite import artifact_event, message, new_record, status_event
 from peerwire.types import (
     AuthenticationInfo,
@@ -172,6 +173,62 @@ async def test_writes_queued_during_a_commit_share_the_next_one(tmp_path: Path) 
         assert await held
         # The held job's transaction plus one for all fifty appends.
         assert store.commits - commits <= 2
+
+
+async def test_a_failing_write_is_undone_alone_and_its_batch_commits(tmp_path: Path) -> None:
+    db = tmp_path / "tasks.db"
+    async with opened(db) as store:
+        first, second = new_record(), new_record()
+        for record in (first, second):
+            await store.create(record, tenant="", owner="")
+        writer = store._writer
+        assert writer is not None
+        gate = threading.Event()
+        held = writer.submit(lambda _: gate.wait(30))
+
+        def half_done(connection: sqlite3.Connection) -> None:
+            # Writes a row, then fails: the row must not survive, the batch must.
+            connection.execute(_sql.UPSERT_PUSH_CONFIG, (first.id, "h", first.id, b"{}"))
+            raise RuntimeError("failed halfway")
+
+        commits = store.commits
+        before = asyncio.ensure_future(store.append(first.id, [status_event(first, S.WORKING)]))
+        failing = writer.submit(half_done)
+        after = asyncio.ensure_future(store.append(second.id, [status_event(second, S.WORKING)]))
+        await asyncio.sleep(0)  # all three are queued behind the held job
+        gate.set()
+        outcomes = await asyncio.gather(before, failing, after, return_exceptions=True)
+        assert await held
+        assert outcomes[0] == 2 and outcomes[2] == 2
+        assert isinstance(outcomes[1], RuntimeError)
+        assert store.commits - commits <= 2  # the held job's transaction, then one for the rest
+    assert rows(db, "SELECT COUNT(*) FROM push_configs") == [(0,)]
+    assert rows(db, "SELECT id, version FROM tasks ORDER BY id") == sorted(
+        [(first.id, 2), (second.id, 2)]
+    )
+
+
+async def test_the_log_is_checkpointed_and_stays_bounded_under_steady_writes(
+    tmp_path: Path,
+) -> None:
+    """The checkpointer thread copies the log into the file while writes go on, and the log
+    restarts often enough to stay within a bound (a few thousand pages, not every write)."""
+    db = tmp_path / "tasks.db"
+    wal = tmp_path / "tasks.db-wal"
+    async with opened(db) as store:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        await store.append(record.id, [status_event(record, S.WORKING, at=1)])
+        empty_file = db.stat().st_size
+        for i in range(3000):  # one commit each: several times the pages the log may hold
+            chunk = artifact_event(record, "log", f"{i:04d}" * 100, append=True)
+            await store.append(record.id, [chunk])
+        (page_size,) = rows(db, "PRAGMA page_size")[0]
+        assert isinstance(page_size, int)
+        assert wal.stat().st_size < 2 * _BACKSTOP_PAGES * page_size
+        assert db.stat().st_size > empty_file  # pages were copied into the file meanwhile
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 3002
 
 
 # -- the file: schema, layout, version ------------------------------------------------------------

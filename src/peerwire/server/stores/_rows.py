@@ -137,12 +137,16 @@ def decode_push_config(body: bytes) -> TaskPushNotificationConfig:
     return decode(body, TaskPushNotificationConfig)
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a plan is built for every append, and frozen fields cost twice as much to set.
+@dataclass(slots=True)
 class AppendPlan:
     """An append validated and turned into what to write (see ``plan_append``)."""
 
     base: int
     """The version the batch was validated against: the compare-and-swap's expected one."""
+    status_changed: bool
+    """Whether the batch holds a status update (else ``state`` and ``status_key`` are the
+    task's current ones, and a store need not rewrite them)."""
     version: int
     """The task's version once the batch is in."""
     state: str
@@ -186,6 +190,7 @@ def plan_append(
     status = record.status if last_status is None else last_status
     return AppendPlan(
         base=base,
+        status_changed=last_status is not None,
         version=version,
         state=status.state.value,
         status_key=sort_key(status.timestamp),

@@ -211,17 +211,18 @@ DELETE_PENDING_OUTBOX = (
 )
 
 
-def update_task(*, with_snapshot: bool) -> str:
+def update_task(*, with_snapshot: bool, with_status: bool = True) -> str:
     """Move a task to its new version: a compare-and-swap on the version it was read at.
 
-    Parameters: version, state, status_key, [snapshot, snapshot_version,] id, expected version.
-    Zero rows updated means another writer got there first (or the task is gone).
+    Parameters: version, [state, status_key,] [snapshot, snapshot_version,] id, expected
+    version. ``with_status=False`` (a batch without a status update) leaves ``state`` and
+    ``status_key`` alone: setting them, even to the same values, rewrites the row's entry in
+    every index on them. Zero rows updated means another writer got there first (or the task
+    is gone).
     """
+    status = ", state = ?, status_key = ?" if with_status else ""
     snapshot = ", snapshot = ?, snapshot_version = ?" if with_snapshot else ""
-    return (
-        f"UPDATE tasks SET version = ?, state = ?, status_key = ?{snapshot} "
-        "WHERE id = ? AND version = ?"
-    )
+    return f"UPDATE tasks SET version = ?{status}{snapshot} WHERE id = ? AND version = ?"
 
 
 def select_events_of(count: int) -> str:

@@ -10,7 +10,8 @@ Durability: the database is in WAL mode and an ``append`` returns only once its 
 has committed. With ``synchronous="NORMAL"`` (the default) a committed write is in the OS page
 cache, so it survives the process being killed (``kill -9``, a crash) but not a power cut or
 kernel panic; ``synchronous="FULL"`` fsyncs every commit and survives those too. Writes from
-concurrent tasks are group-committed by one writer thread (see ``_sqlite_io``).
+concurrent tasks are group-committed by one writer thread, and the log is checkpointed into the
+file by another, off the commits' path (see ``_sqlite_io``).
 
 Memory: the records of running (submitted, working) tasks stay in memory, which is what lets an
 ``append`` be validated without reading; settled tasks (terminal, or waiting for input or auth)
@@ -47,21 +48,30 @@ import anyio.to_thread
 from ...errors import InternalError, TaskNotFoundError, VersionConflictError
 from ...protocol import TERMINAL, Event, ListQuery, TaskRecord, ends_blocking_wait, sort_key
 from ...protocol.paging import encode_page_token
-from ...types import Task, TaskPushNotificationConfig, TaskState, TaskStatusUpdateEvent
+from ...types import Task, TaskPushNotificationConfig, TaskState
 from . import _sql
 from ._rows import (
+    AppendPlan,
     decode_outbox_row,
     decode_push_config,
     encode_push_config,
     event_body,
     outbox_row_id,
+    plan_append,
     push_body,
     record_from_rows,
     snapshot_body,
     status_key,
     to_ms,
 )
-from ._sqlite_io import GroupCommitWriter, ReaderPool, connect, migrate, wait_durable
+from ._sqlite_io import (
+    Checkpointer,
+    GroupCommitWriter,
+    ReaderPool,
+    connect,
+    leave_checkpoints_to_thread,
+    migrate,
+)
 from .base import OutboxRow, StoredTaskInfo
 from .retention import retention_cutoff
 
@@ -79,22 +89,41 @@ _SWEEP_INTERVAL_S = 600.0
 
 
 class _Entry:
-    """A task held in memory: its record, who it belongs to, and its write in flight."""
+    """A task held in memory: its record, who it belongs to, and whether a write is in flight."""
 
-    __slots__ = ("owner", "record", "snapshot_version", "stale", "tail", "tenant")
+    __slots__ = ("owner", "record", "snapshot_version", "stale", "tenant", "waiters", "writing")
 
     def __init__(self, record: TaskRecord, tenant: str, owner: str, snapshot_version: int) -> None:
         self.record = record
         self.tenant = tenant
         self.owner = owner
         self.snapshot_version = snapshot_version
-        self.tail: asyncio.Future[Any] | None = None
-        """The last write submitted for this task and not yet durable."""
+        self.writing = False
+        """A write of this task was submitted and is not durable yet."""
+        self.waiters: list[asyncio.Future[None]] | None = None
+        """Appends waiting for that write to finish (rare: one task's appends are sequential)."""
         self.stale = False
         """The database moved on without this process: reload before writing."""
 
     def visible_to(self, tenant: str, owner: str | None) -> bool:
         return self.tenant == tenant and (owner is None or self.owner == owner)
+
+    def turn(self) -> asyncio.Future[None]:
+        """Resolves when the write in flight is done: one future per waiter, so a waiter that
+        is cancelled cancels nothing but its own wait."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.waiters is None:
+            self.waiters = []
+        self.waiters.append(waiter)
+        return waiter
+
+    def written(self) -> None:
+        """The write in flight is durable (or failed): let the waiting appends go on."""
+        self.writing = False
+        waiters, self.waiters = self.waiters, None
+        for waiter in waiters or ():
+            if not waiter.done():
+                waiter.set_result(None)
 
 
 class _StaleRow(Exception):
@@ -146,16 +175,19 @@ class SQLiteTaskStore:
             connection = await anyio.to_thread.run_sync(self._prepare)
         except sqlite3.Error as exc:
             raise OSError(f"cannot open the SQLite task store {self.path!r}: {exc}") from exc
-        readers: list[sqlite3.Connection] = []
+        others: list[sqlite3.Connection] = []
         try:
-            for _ in range(self._reader_count):
-                readers.append(await anyio.to_thread.run_sync(self._connect_reader))
+            # The readers, and one more for the checkpointer: a checkpoint copies committed
+            # pages and changes nothing, so a query-only connection may run it.
+            for _ in range(self._reader_count + 1):
+                others.append(await anyio.to_thread.run_sync(self._connect_reader))
         except BaseException:
-            for opened in (connection, *readers):
+            for opened in (connection, *others):
                 opened.close()
             raise
+        *readers, checkpointing = others
         self._readers = ReaderPool(readers)
-        self._writer = GroupCommitWriter(connection)
+        self._writer = GroupCommitWriter(connection, Checkpointer(checkpointing))
         self._writer.start()
         self._sweep_if_due()
 
@@ -163,6 +195,7 @@ class SQLiteTaskStore:
         connection = connect(self.path, synchronous=self.synchronous)
         try:
             connection.execute("PRAGMA busy_timeout=30000")
+            leave_checkpoints_to_thread(connection)
             migrate(connection)
         except BaseException:
             connection.close()
@@ -244,11 +277,11 @@ class SQLiteTaskStore:
         batch = tuple(events)
         seen: int | None = None
         for _ in range(_ATTEMPTS):
-            entry = await self._writable(task_id)
+            entry = self._cached(task_id) or await self._writable(task_id)
             # Appends to one task go one at a time: each validates against the durable state
             # the previous one left. Waiting never cancels the write being waited for.
-            while entry.tail is not None:
-                await asyncio.wait((entry.tail,))
+            while entry.writing:
+                await entry.turn()
             if entry.stale:
                 continue
             record = entry.record
@@ -258,8 +291,12 @@ class SQLiteTaskStore:
                 )
             if not batch:
                 return record.version
+            version = record.version + len(batch)  # one version per event
             try:
-                return await self._append(entry, batch)
+                await self._submit_append(entry, batch)
+                return version
+            except sqlite3.Error as exc:
+                raise _store_failure(exc) from exc
             except _StaleRow as stale:
                 if expected_version is not None:
                     raise VersionConflictError(
@@ -269,79 +306,44 @@ class SQLiteTaskStore:
         # Another process keeps winning the race for this task's row.
         raise VersionConflictError(task_id, expected=seen if seen is not None else -1, actual=None)
 
-    async def _append(self, entry: _Entry, events: tuple[Event, ...]) -> int:
+    def _submit_append(self, entry: _Entry, events: tuple[Event, ...]) -> asyncio.Future[int]:
+        """Validate ``events`` and queue their write; the entry takes them once it is durable.
+        The future resolves to the number of outbox rows written."""
         record = entry.record
-        base = record.version
-        version = base + len(events)
-        last_status = next(
-            (e.status for e in reversed(events) if isinstance(e, TaskStatusUpdateEvent)), None
+        plan = plan_append(
+            record,
+            events,
+            snapshot_version=entry.snapshot_version,
+            snapshot_every=self.snapshot_every,
         )
-        settles = last_status is not None and ends_blocking_wait(last_status.state)
-        with_snapshot = settles or version - entry.snapshot_version >= self.snapshot_every
-        if with_snapshot or len(events) > 1:
-            # A batch is validated on a copy, so a bad event leaves nothing applied.
-            after = _copy(record)
-            for event in events:
-                after.apply(event)
-        else:
-            record.check(events[0])
-            after = None
-        status = record.status if last_status is None else last_status
-        key = sort_key(status.timestamp)
-        update = _sql.update_task(with_snapshot=with_snapshot)
-        task_id = record.id
-        if with_snapshot:
-            assert after is not None
-            params: tuple[object, ...] = (
-                version,
-                status.state.value,
-                key,
-                snapshot_body(after),
-                version,
-                task_id,
-                base,
-            )
-            rows: list[tuple[object, ...]] = []
-            encoded = []
-        else:
-            params = (version, status.state.value, key, task_id, base)
-            encoded = [event_body(event) for event in events]
-            rows = [
-                (task_id, base + offset, kind, body)
-                for offset, (kind, body) in enumerate(encoded, start=1)
-            ]
-
-        def write(connection: sqlite3.Connection) -> int:
-            if connection.execute(update, params).rowcount == 0:
-                found = connection.execute(_sql.SELECT_TASK_VERSION, (task_id,)).fetchone()
-                raise _StaleRow(None if found is None else int(found[0]))
-            if with_snapshot:
-                connection.execute(_sql.DELETE_EVENTS, (task_id, version))
-            else:
-                connection.executemany(_sql.INSERT_EVENT, rows)
-            return _queue_notifications(connection, task_id, base, events, encoded)
+        version = plan.version
+        work = _append_work(record.id, plan, events)
 
         def written(queued: int, error: BaseException | None) -> None:
-            entry.tail = None
+            entry.written()
             if error is not None:
                 if isinstance(error, _StaleRow):
                     self._forget(entry)
                 return
-            try:
-                for event in events:
-                    record.apply(event)
-            except Exception:  # validated above, so only a bug gets here: trust the file
-                self._forget(entry)
-                raise
-            if with_snapshot:
+            if plan.after is not None:
+                # The copy the batch was validated on is the new state: nothing to fold again.
+                entry.record = plan.after
+            else:
+                try:
+                    for event in events:
+                        record.apply(event)
+                except Exception:  # validated above, so only a bug gets here: trust the file
+                    self._forget(entry)
+                    raise
+            if plan.snapshot is not None:
                 entry.snapshot_version = version
             self._file(entry)
             if queued and self._outbox_listener is not None:
                 self._outbox_listener()
 
-        entry.tail = self._submit(write, written)
-        await self._durable(entry.tail)
-        return version
+        future = self._submit(work, written)
+        entry.writing = True
+        return future
 
     async def list_tasks(
         self, query: ListQuery, *, tenant: str, owner: str | None
@@ -550,8 +552,9 @@ class SQLiteTaskStore:
         return self._writer.submit(work, then)
 
     async def _durable(self, future: asyncio.Future[T]) -> T:
+        """Await a submitted write. Cancelling the waiter does not cancel the write."""
         try:
-            return await wait_durable(future)
+            return await future
         except sqlite3.Error as exc:
             raise _store_failure(exc) from exc
 
@@ -571,20 +574,59 @@ class SQLiteTaskStore:
             raise _store_failure(exc) from exc
 
 
+# The compare-and-swap of an append, by (rewrites the snapshot, changes the status).
+_UPDATE_TASK = {
+    (snapshot, status): _sql.update_task(with_snapshot=snapshot, with_status=status)
+    for snapshot in (False, True)
+    for status in (False, True)
+}
+
+
+def _append_work(
+    task_id: str, plan: AppendPlan, events: tuple[Event, ...]
+) -> Callable[[sqlite3.Connection], int]:
+    """The writer's half of an append: move the task row (compare-and-swap), then write the
+    event rows or, with a new snapshot, drop the rows it absorbs; returns the outbox rows
+    written."""
+    version, base = plan.version, plan.base
+    update = _UPDATE_TASK[plan.snapshot is not None, plan.status_changed]
+    params: tuple[object, ...] = (version,)
+    if plan.status_changed:
+        params += (plan.state, plan.status_key)
+    if plan.snapshot is not None:
+        params += (plan.snapshot, version)
+    params += (task_id, base)
+    rows = [(task_id, *row) for row in plan.rows]
+
+    def write(connection: sqlite3.Connection) -> int:
+        if connection.execute(update, params).rowcount == 0:
+            found = connection.execute(_sql.SELECT_TASK_VERSION, (task_id,)).fetchone()
+            raise _StaleRow(None if found is None else int(found[0]))
+        if plan.snapshot is not None:
+            connection.execute(_sql.DELETE_EVENTS, (task_id, version))
+        elif len(rows) == 1:
+            connection.execute(_sql.INSERT_EVENT, rows[0])
+        else:
+            connection.executemany(_sql.INSERT_EVENT, rows)
+        return _queue_notifications(connection, task_id, base, events, plan.rows)
+
+    return write
+
+
 def _queue_notifications(
     connection: sqlite3.Connection,
     task_id: str,
     base: int,
     events: tuple[Event, ...],
-    encoded: list[tuple[str, bytes]],
+    rows: list[tuple[int, str, bytes]],
 ) -> int:
     """Write the outbox rows of ``events`` (appended after version ``base``) if the task has
-    push configs; how many. ``encoded``: the events' row bodies, when already encoded."""
+    push configs; how many. ``rows``: the events' ``(version, kind, body)``, when encoded."""
     config_ids = [i for (i,) in connection.execute(_sql.SELECT_PUSH_CONFIG_IDS, (task_id,))]
     if not config_ids:
         return 0
     now = to_ms(time.time())
-    bodies = encoded or [event_body(event) for event in events]
+    bodies = [(kind, body) for _, kind, body in rows] or [event_body(event) for event in events]
     outbox: list[tuple[object, ...]] = []
     for seq, (kind, body) in enumerate(bodies, start=base + 1):
         pushed = push_body(kind, body)
@@ -634,18 +676,6 @@ def _read_page(
         tail = [(kind, body) for v, kind, body in tails.get(task_id, ()) if v > snapshot_version]
         records.append((task_id, record_from_rows(snapshot, snapshot_version, tail)))
     return int(total), records
-
-
-def _copy(record: TaskRecord) -> TaskRecord:
-    return TaskRecord(
-        record.id,
-        record.context_id,
-        record.status,
-        history=list(record.history),
-        artifacts=list(record.artifacts),
-        metadata=record.metadata,
-        version=record.version,
-    )
 
 
 def _log_sweep(sweep: asyncio.Future[int]) -> None:
