@@ -16,6 +16,7 @@ from peerwire.errors import (
     TaskNotFoundError,
 )
 from peerwire.types import (
+    Encoded,
     GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksResponse,
@@ -28,6 +29,7 @@ from peerwire.types import (
     TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
+    encode,
 )
 
 SPEC_METHODS = {
@@ -151,6 +153,22 @@ def test_encode_a_result() -> None:
     listed = json.loads(jsonrpc.encode_result(b"3", ListTasksResponse()))
     assert listed["result"] == {"tasks": [], "nextPageToken": "", "pageSize": 0, "totalSize": 0}
     assert json.loads(jsonrpc.encode_result(b"3", {}))["result"] == {}
+
+
+def test_an_encoded_result_is_spliced_as_it_is() -> None:
+    task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.COMPLETED))
+    stored = encode(task)
+    assert jsonrpc.encode_result(b'"r"', Encoded(stored, Task)) == (
+        b'{"jsonrpc":"2.0","id":"r","result":' + stored + b"}"
+    )
+    assert jsonrpc.encode_result(b'"r"', Encoded(stored, Task)) == jsonrpc.encode_result(
+        b'"r"', task
+    )
+
+
+def test_the_result_envelope_is_what_encode_result_puts_around_a_result() -> None:
+    head, tail = jsonrpc.result_envelope(b"42")
+    assert head + b'{"a":1}' + tail == jsonrpc.encode_result(b"42", {"a": 1})
 
 
 def test_encode_an_error_with_its_error_info() -> None:

@@ -6,13 +6,25 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from peerwire.bindings.sse import KEEPALIVE, SSEParser, frame, iter_events
+from peerwire.bindings.sse import KEEPALIVE, SSEParser, event_framer, frame, iter_events
+from peerwire.types import Encoded, encode
 
 
 def test_frame_is_one_data_line() -> None:
     assert frame(b'{"a":1}') == b'data: {"a":1}\n\n'
     assert frame(b"{}", b"error") == b"event: error\ndata: {}\n\n"
     assert KEEPALIVE.startswith(b":") and KEEPALIVE.endswith(b"\n\n")
+
+
+def test_an_event_framer_wraps_each_encoded_event_in_its_envelope() -> None:
+    framed = event_framer(b'{"wrap":', b"}")
+    assert framed({"n": 1}) == b'data: {"wrap":{"n":1}}\n\n'
+    assert framed(Encoded(b'{"n":2}', dict)) == b'data: {"wrap":{"n":2}}\n\n'
+    assert event_framer()([1, "x"]) == frame(encode([1, "x"]))
+    assert SSEParser().feed(framed({"n": 3}) + framed({"n": 4})) == [
+        b'{"wrap":{"n":3}}',
+        b'{"wrap":{"n":4}}',
+    ]
 
 
 def test_framed_events_parse_back() -> None:

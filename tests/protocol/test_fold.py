@@ -217,6 +217,64 @@ def test_artifacts_restored_from_a_task_can_be_appended_to() -> None:
     assert task.artifacts[0].text == "a"  # the source task is untouched
 
 
+def test_many_chunks_fold_into_one_artifact_in_order() -> None:
+    rec = record(S.WORKING)
+    rec.apply(artifact("a-1", "c0", name="echo"))
+    for i in range(1, 50):
+        rec.apply(artifact("a-1", f"c{i}", append=True, name="echo"))
+    (only,) = rec.artifacts
+    assert [p.text for p in only.parts] == [f"c{i}" for i in range(50)]
+    assert only.name == "echo"
+
+
+def test_appended_chunks_leave_the_events_as_they_were() -> None:
+    # A published event is encoded later, by each subscriber: folding must not change it.
+    rec = record(S.WORKING)
+    events = [artifact("a-1", f"c{i}", append=i > 0) for i in range(4)]
+    before = [encode(e) for e in events]
+    for event in events:
+        rec.apply(event)
+    assert [encode(e) for e in events] == before
+    assert rec.artifacts[0].text == "c0c1c2c3"
+
+
+def test_what_was_read_does_not_grow_with_later_chunks() -> None:
+    rec = record(S.WORKING)
+    rec.apply(artifact("a-1", "a"))
+    rec.apply(artifact("a-1", "b", append=True))
+    rec.apply(artifact("a-1", "c", append=True))
+    snapshot, read = rec.snapshot(), rec.artifacts[0]
+    frozen = (encode(snapshot), encode(read))
+    rec.apply(artifact("a-1", "d", append=True))
+    rec.apply(artifact("a-1", "e", append=True))
+    assert (encode(snapshot), encode(read)) == frozen
+    assert rec.artifacts[0].text == "abcde"
+    assert rec.snapshot().artifacts[0].text == "abcde"
+
+
+def test_a_growing_artifact_still_takes_names_metadata_and_replacements() -> None:
+    rec = record(S.WORKING)
+    rec.apply(artifact("a-1", "a"))
+    rec.apply(artifact("a-1", "b", append=True))  # now growing in place
+    rec.apply(artifact("a-1", "c", append=True, name="named", metadata={"k": 1}))
+    (grown,) = rec.artifacts
+    assert (grown.text, grown.name, grown.metadata) == ("abc", "named", {"k": 1})
+    replacement = artifact("a-1", "new")
+    rec.apply(replacement)
+    rec.apply(artifact("a-1", "er", append=True))
+    rec.apply(artifact("a-1", "!", append=True))
+    assert rec.artifacts[0].text == "newer!"
+    assert replacement.artifact.text == "new"  # the replacing event's artifact is untouched
+
+
+def test_chunks_of_two_artifacts_interleaved() -> None:
+    rec = record(S.WORKING)
+    for i in range(3):
+        rec.apply(artifact("a-1", f"a{i}", append=i > 0))
+        rec.apply(artifact("a-2", f"b{i}", append=i > 0))
+    assert [a.text for a in rec.artifacts] == ["a0a1a2", "b0b1b2"]
+
+
 # --- illegal events change nothing -------------------------------------------------------------
 
 STATUS_FOR_ANOTHER_TASK = TaskStatusUpdateEvent(

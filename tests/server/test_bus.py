@@ -1,4 +1,4 @@
-"""The in-process bus and ``Subscription``: ``next`` and ``wait_for``."""
+"""The in-process bus and ``Subscription``: ``next``, ``next_batch`` and ``wait_for``."""
 
 from __future__ import annotations
 
@@ -63,3 +63,38 @@ async def test_next_times_out_then_delivers() -> None:
         assert item is not None and item[0] == 1
     with pytest.raises(StopAsyncIteration):
         await subscription.next(1)
+
+
+async def test_next_batch_takes_every_queued_event_above_the_version() -> None:
+    bus = MemoryBus()
+    with bus.subscribe("t") as subscription:
+        for version, state in enumerate((TaskState.SUBMITTED, TaskState.WORKING), start=1):
+            await bus.publish("t", version, status(state))
+        await bus.publish("t", 3, status(TaskState.COMPLETED))
+        batch = await subscription.next_batch(1, timeout=0)
+        assert batch is not None and [version for version, _ in batch] == [2, 3]
+        assert await subscription.next_batch(1, timeout=0) is None  # nothing left: timed out
+
+
+async def test_next_batch_waits_for_the_next_event() -> None:
+    bus = MemoryBus()
+    with bus.subscribe("t") as subscription:
+        waiting = asyncio.ensure_future(subscription.next_batch(0))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        await bus.publish("t", 1, status(TaskState.WORKING))
+        await bus.publish("t", 2, status(TaskState.COMPLETED))
+        batch = await asyncio.wait_for(waiting, 1)
+        # Woken by the first event, it takes the second too: both were queued by then.
+        assert batch is not None and [version for version, _ in batch] == [1, 2]
+
+
+async def test_next_batch_ends_once_closed_and_drained() -> None:
+    bus = MemoryBus()
+    subscription = bus.subscribe("t")
+    await bus.publish("t", 1, status(TaskState.WORKING))
+    subscription.close()
+    batch = await subscription.next_batch(0)
+    assert batch is not None and len(batch) == 1
+    with pytest.raises(StopAsyncIteration):
+        await subscription.next_batch(0)

@@ -8,20 +8,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
 
+from peerwire import Agent
 from peerwire.server import create_app
-from peerwire.server.stores import MemoryTaskStore
+from peerwire.server.bus import MemoryBus
+from peerwire.server.runner import Runner
+from peerwire.server.stores import MemoryTaskStore, SQLiteTaskStore
 from peerwire.testing import in_process, live_server
+from peerwire.testing.store_suite import new_record
 from peerwire.types import (
     ListTasksRequest,
     SendMessageRequest,
     SubscribeToTaskRequest,
     TaskState,
+    TaskStatusUpdateEvent,
     from_builtins,
 )
 
@@ -351,3 +358,53 @@ async def test_callers_waiting_on_a_task_at_shutdown_get_its_outcome() -> None:
         assert status_text(events[0]["statusUpdate"]) == reason
         task = await asyncio.wait_for(blocked, WAIT_S)
         assert (state_of(task), status_text(task)) == ("TASK_STATE_FAILED", reason)
+
+
+# -- storing and publishing ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cancel_after_commit", [False, True])
+async def test_an_event_stored_for_a_cancelled_caller_is_still_published(
+    tmp_path: Path, cancel_after_commit: bool
+) -> None:
+    """SQLite appends suspend: the runner publishes from the store's durable hook what a caller
+    cancelled mid-write stored (no shielding task), whether the cancel comes before the commit
+    or after it, before the caller resumed."""
+    store = SQLiteTaskStore(tmp_path / "tasks.db")
+    await store.open()
+    bus = MemoryBus()
+    try:
+        async with Runner(Agent("a"), store, bus) as runner:
+            assert runner._hooked_store is not None, "the path without a shield is the one tested"
+            record = new_record()
+            await store.create(record, tenant="", owner="")
+            writer = store._writer
+            assert writer is not None
+            with bus.subscribe(record.id) as events:
+                gate = threading.Event()
+                held = writer.submit(lambda _: gate.wait(WAIT_S))
+                canceling = asyncio.ensure_future(
+                    runner.cancel(record.id, record.context_id, TaskState.SUBMITTED)
+                )
+                await asyncio.sleep(0)  # its CANCELED status is submitted, waiting to commit
+                if cancel_after_commit:
+
+                    def cancel_the_caller(*_: object) -> None:
+                        canceling.cancel()
+
+                    # Committed in the same batch, just after it: this ``then`` runs once the
+                    # append's hook has, while the caller's wake-up is only scheduled.
+                    writer.submit(lambda _: None, cancel_the_caller)
+                else:
+                    canceling.cancel()
+                gate.set()
+                assert await held
+                with pytest.raises(asyncio.CancelledError):
+                    await canceling
+                received = await events.next(timeout=WAIT_S)
+            assert received is not None
+            version, event = received
+            assert version == 2 and isinstance(event, TaskStatusUpdateEvent)
+            assert event.status.state is TaskState.CANCELED
+    finally:
+        await store.close()

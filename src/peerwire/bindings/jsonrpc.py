@@ -52,6 +52,7 @@ __all__ = [
     "encode_result",
     "request_id_of",
     "response_status",
+    "result_envelope",
 ]
 
 HTTP_LEVEL_ERROR_CODE = -32000
@@ -182,9 +183,21 @@ def _envelope_problem(body: bytes) -> A2AError:
     return InvalidRequestError("Request payload validation error")
 
 
+_RESULT_HEAD = b'{"jsonrpc":"2.0","id":'
+_RESULT_MEMBER = b',"result":'
+_RESULT_TAIL = b"}"
+
+
 def encode_result(request_id: bytes, result: Any) -> bytes:
-    """A success response; ``result`` is an A2A object (or ``{}`` for Empty)."""
-    return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (request_id, encode(result))
+    """A success response; ``result`` is an A2A object (or ``{}`` for Empty), or one already
+    ``Encoded`` (spliced in as it is)."""
+    return b"".join((_RESULT_HEAD, request_id, _RESULT_MEMBER, encode(result), _RESULT_TAIL))
+
+
+def result_envelope(request_id: bytes) -> tuple[bytes, bytes]:
+    """What comes before and after the result in ``encode_result``'s response: a stream
+    wraps each of its events so."""
+    return _RESULT_HEAD + request_id + _RESULT_MEMBER, _RESULT_TAIL
 
 
 def encode_error(request_id: bytes, error: A2AError) -> bytes:

@@ -7,9 +7,12 @@ Compact JSON never contains a raw newline, so every event is exactly one ``data:
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
-__all__ = ["KEEPALIVE", "SSEParser", "frame", "iter_events"]
+from ..types import encode
+
+__all__ = ["KEEPALIVE", "SSEParser", "event_framer", "frame", "iter_events"]
 
 KEEPALIVE = b": keep-alive\n\n"
 
@@ -19,6 +22,19 @@ def frame(payload: bytes, event: bytes = b"") -> bytes:
     if event:
         return b"event: %b\ndata: %b\n\n" % (event, payload)
     return b"data: %b\n\n" % payload
+
+
+def event_framer(head: bytes = b"", tail: bytes = b"") -> Callable[[Any], bytes]:
+    """What frames each event of a stream: an SSE event whose data is ``head``, the event's
+    ProtoJSON, ``tail`` (the envelope a binding puts around every event of the stream)."""
+    opening = b"data: " + head
+    closing = tail + b"\n\n"
+
+    def framed(item: Any) -> bytes:
+        # One join: the envelope and the SSE framing cost one copy of the event, not one each.
+        return b"".join((opening, encode(item), closing))
+
+    return framed
 
 
 class SSEParser:

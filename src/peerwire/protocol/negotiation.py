@@ -62,6 +62,8 @@ def active_extensions(
 ) -> tuple[str, ...]:
     """The requested extensions this agent supports; every required one must be requested."""
     wanted = tuple(requested)
+    if not wanted and not required:
+        return ()  # the usual request: no extension asked for, none required
     missing = [uri for uri in required if uri not in wanted]
     if missing:
         raise ExtensionSupportRequiredError(

@@ -169,7 +169,7 @@ async def send_event_stream(
     try:
         while True:
             try:
-                item = await stream.next(keepalive_seconds)
+                batch = await stream.next_batch(keepalive_seconds)
             except StopAsyncIteration:
                 break
             except A2AError as error:
@@ -184,8 +184,13 @@ async def send_event_stream(
                 )
                 await send({"type": "http.response.body", "body": payload, "more_body": True})
                 break
-            payload = KEEPALIVE if item is None else event_frame(item)
-            await send({"type": "http.response.body", "body": payload, "more_body": True})
+            if batch is None:
+                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+                continue
+            for item in batch:
+                # Still one message (one write) per event: the client sees each as it is sent.
+                payload = event_frame(item)
+                await send({"type": "http.response.body", "body": payload, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         watcher.cancel()

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..bindings import jsonrpc
-from ..bindings.sse import frame
+from ..bindings.sse import event_framer, frame
 from ..errors import (
     A2AError,
     ContentTypeNotSupportedError,
@@ -269,7 +269,7 @@ class A2AApp:
             receive,
             send,
             stream,
-            event_frame=lambda item: frame(jsonrpc.encode_result(request_id, item)),
+            event_frame=event_framer(*jsonrpc.result_envelope(request_id)),
             error_frame=lambda error: frame(jsonrpc.encode_error(request_id, error)),
             keepalive_seconds=self.keepalive_seconds,
             extra=extra,

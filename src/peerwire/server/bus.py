@@ -79,6 +79,27 @@ class Subscription:
             if not await self._wait(timeout):
                 return None
 
+    async def next_batch(
+        self, after_version: int = 0, timeout: float | None = None
+    ) -> list[tuple[int, BusEvent]] | None:
+        """Every queued event above ``after_version`` (at least one), waiting only when none
+        is: ``next`` for a consumer that handles what piled up in one go (a stream's writer).
+
+        ``None`` and ``StopAsyncIteration`` as from ``next``.
+        """
+        self._begin(after_version)
+        items = self._items
+        while True:
+            if items:
+                batch = [item for item in items if item[0] > after_version]
+                items.clear()
+                if batch:
+                    return batch
+            if self._closed:
+                raise StopAsyncIteration
+            if not await self._wait(timeout):
+                return None
+
     async def wait_for(self, after_version: int, wanted: Callable[[BusEvent], bool]) -> bool:
         """Wait for an event above ``after_version`` that ``wanted`` accepts; False if the
         subscription closes first. The events before it are dropped.

@@ -9,6 +9,7 @@ can answer an error as an ordinary response before it starts a stream.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ from ..types import (
     AgentCard,
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
+    Encoded,
     GetExtendedAgentCardRequest,
     GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
@@ -348,10 +350,23 @@ class Dispatcher:
 
     # -- tasks ----------------------------------------------------------------------------------
 
-    async def get_task(self, request: GetTaskRequest, call: CallContext = _ANONYMOUS) -> Task:
+    async def get_task(
+        self, request: GetTaskRequest, call: CallContext = _ANONYMOUS
+    ) -> Task | Encoded[Task]:
+        """The task; the whole of it may come ``Encoded`` as the store keeps it (a binding
+        encodes either form with ``encode``, or decodes it when it needs the object)."""
         _check_task_id(request.id)
         check_history_length(request.history_length)
-        return await self._snapshot(request.id, request.tenant, call.owner, request.history_length)
+        if request.history_length is not None:
+            return await self._snapshot(
+                request.id, request.tenant, call.owner, request.history_length
+            )
+        task = await self._snapshots.load_encoded_snapshot(
+            request.id, tenant=request.tenant, owner=call.owner
+        )
+        if task is None:
+            raise _task_not_found(request.id)
+        return task
 
     async def list_tasks(
         self, request: ListTasksRequest, call: CallContext = _ANONYMOUS
@@ -489,7 +504,7 @@ class Dispatcher:
     async def _load(self, task_id: str, tenant: str, owner: str | None) -> TaskRecord:
         record = await self.store.load(task_id, tenant=tenant, owner=owner)
         if record is None:
-            raise TaskNotFoundError(f"Task {task_id} was not found", metadata={"taskId": task_id})
+            raise _task_not_found(task_id)
         return record
 
     async def _snapshot(
@@ -499,8 +514,12 @@ class Dispatcher:
             task_id, tenant=tenant, owner=owner, history_length=history_length
         )
         if task is None:
-            raise TaskNotFoundError(f"Task {task_id} was not found", metadata={"taskId": task_id})
+            raise _task_not_found(task_id)
         return task
+
+
+def _task_not_found(task_id: str) -> TaskNotFoundError:
+    return TaskNotFoundError(f"Task {task_id} was not found", metadata={"taskId": task_id})
 
 
 def _check_task_id(task_id: str) -> None:
@@ -569,33 +588,51 @@ class TaskStream:
 
     ``next`` returns ``None`` when ``timeout`` passes with no event (time for a keep-alive) and
     raises ``StopAsyncIteration`` at the end: after a closing state, a single message reply, or
-    ``close()`` (the client went away). Iterating with ``async for`` ignores the timeouts.
+    ``close()`` (the client went away). ``next_batch`` is ``next`` for every event that is
+    ready at once. Iterating with ``async for`` ignores the timeouts.
     """
 
-    __slots__ = ("_first", "_subscription", "_version")
+    __slots__ = ("_ready", "_subscription", "_version")
 
     def __init__(
         self, first: StreamResponse, subscription: Subscription | None = None, version: int = 0
     ) -> None:
-        self._first: StreamResponse | None = first
+        # Events taken from the subscription and not handed out yet (first of all: ``first``).
+        self._ready: deque[StreamResponse] = deque((first,))
         self._subscription = subscription
         self._version = version
 
     async def next(self, timeout: float | None = None) -> StreamResponse | None:
-        first = self._first
-        if first is not None:
-            self._first = None
-            return first
+        ready = self._ready
+        if not ready:
+            batch = await self.next_batch(timeout)
+            if batch is None:
+                return None
+            ready.extend(batch)
+        return ready.popleft()
+
+    async def next_batch(self, timeout: float | None = None) -> list[StreamResponse] | None:
+        """The events that are ready, at least one, in order; ``None`` and
+        ``StopAsyncIteration`` as from ``next``. One wake-up per burst of events, not one
+        call per event."""
+        ready = self._ready
+        if ready:
+            batch = list(ready)
+            ready.clear()
+            return batch
         subscription = self._subscription
         if subscription is None:
             raise StopAsyncIteration
-        item = await subscription.next(self._version, timeout)
-        if item is None:
+        items = await subscription.next_batch(self._version, timeout)
+        if items is None:
             return None
-        event = item[1]
-        if isinstance(event, TaskStatusUpdateEvent) and closes_stream(event.status.state):
-            self.close()
-        return _wrap(event)
+        batch = []
+        for _, event in items:
+            batch.append(_wrap(event))
+            if isinstance(event, TaskStatusUpdateEvent) and closes_stream(event.status.state):
+                self.close()
+                break  # whatever follows a closing state is not this stream's
+        return batch
 
     def close(self) -> None:
         if self._subscription is not None:

@@ -37,7 +37,7 @@ from ..bindings.grpc.status import DETAILS_KEY, encode_status
 from ..errors import A2AError, InternalError
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
 from ..security.credentials import PeerCertificate, RequestCredentials
-from ..types import Model
+from ..types import Encoded, Model
 from ._authn import challenge_headers
 from .dispatch import CallContext, Dispatcher, TaskStream
 from .tls import ServerTLS
@@ -101,6 +101,8 @@ class GrpcService:
             try:
                 request, call = await self._accept(rpc, payload, context)
                 result = await operation(request, call)
+                if isinstance(result, Encoded):
+                    result = result.decode()  # protobuf is built from the object, not its JSON
                 return b"" if result is None else to_bytes(result)
             except A2AError as error:
                 await _abort(context, error, self.authenticator)

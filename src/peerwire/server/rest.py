@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ..bindings import rest
-from ..bindings.sse import frame
+from ..bindings.sse import event_framer, frame
 from ..errors import A2AError, InternalError, InvalidRequestError
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
 from ..types import encode
@@ -177,8 +177,7 @@ class RestHandler:
         await respond(send, status, body, headers, content_type=_A2A_JSON)
 
 
-def _event_frame(item: object) -> bytes:
-    return frame(encode(item))
+_event_frame = event_framer()  # a bare StreamResponse per event
 
 
 def _error_frame(error: A2AError) -> bytes:

@@ -44,7 +44,7 @@ from ..types import (
 from .agent import Agent, Skill
 from .bus import EventBus
 from .context import TaskContext, to_parts
-from .stores.base import StoredTaskInfo, TaskStore
+from .stores.base import HookedAppends, StoredTaskInfo, TaskStore
 
 if TYPE_CHECKING:
     from .placement import Placement
@@ -133,6 +133,13 @@ class Runner:
         # A bus that delivers only this process's events delivers only what this runner
         # publishes (see ``sees_every_event``).
         self._bus_is_local = bool(getattr(bus, "process_local", False))
+        # A store that reports each commit through a hook spares that shield (a Task per event)
+        # when publishing cannot be interrupted either (the in-process bus never suspends).
+        self._hooked_store = (
+            store if isinstance(store, HookedAppends) and self._bus_is_local else None
+        )
+        # Publications of events whose storing caller was cancelled (kept referenced).
+        self._late_publications: set[asyncio.Task[None]] = set()
         self.placement: Placement | None = None
         if queue is not None:
             from .placement import Placement
@@ -515,6 +522,8 @@ class Runner:
         if self._atomic_appends:
             version = await self.store.append(task_id, events)
             await self.bus.publish(task_id, version, published)
+        elif self._hooked_store is not None:
+            await self._hooked_then_publish(self._hooked_store, task_id, events, published)
         else:
             await asyncio.shield(self._store_then_publish(task_id, events, published))
 
@@ -526,6 +535,42 @@ class Runner:
     ) -> None:
         version = await self.store.append(task_id, events)
         await self.bus.publish(task_id, version, published)
+
+    async def _hooked_then_publish(
+        self,
+        store: HookedAppends,
+        task_id: str,
+        events: Sequence[Event],
+        published: TaskStatusUpdateEvent | TaskArtifactUpdateEvent,
+    ) -> None:
+        """``_store_then_publish`` without a shield: the store's hook hears of the commit even
+        if this caller is cancelled while the write goes on, and then the event is published
+        by a Task of its own. Publishing (in-process) does not suspend, so nothing else can
+        come between stored and published."""
+        stored: int | None = None
+        abandoned = False
+
+        def durable(version: int) -> None:
+            nonlocal stored
+            stored = version
+            if abandoned:
+                self._publish_later(task_id, version, published)
+
+        try:
+            version = await store.append_then(task_id, events, durable)
+        except asyncio.CancelledError:
+            abandoned = True
+            if stored is not None:  # committed before the cancel reached this caller
+                self._publish_later(task_id, stored, published)
+            raise
+        await self.bus.publish(task_id, version, published)
+
+    def _publish_later(
+        self, task_id: str, version: int, published: TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+    ) -> None:
+        task = asyncio.get_running_loop().create_task(self.bus.publish(task_id, version, published))
+        self._late_publications.add(task)
+        task.add_done_callback(self._late_publications.discard)
 
     async def _emit_status(
         self, task_id: str, context_id: str, state: TaskState, text: str | None

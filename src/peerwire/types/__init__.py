@@ -5,7 +5,7 @@ client all speak these. ``encode``/``decode`` convert to and from ProtoJSON byte
 """
 
 from ._base import Model, Role, TaskState, Timestamp, now_timestamp, parse_timestamp
-from ._codec import decode, decode_canonical, encode, from_builtins, to_builtins
+from ._codec import Encoded, decode, decode_canonical, encode, from_builtins, to_builtins
 from .card import (
     AgentCapabilities,
     AgentCard,
@@ -74,6 +74,7 @@ __all__ = [
     "ClientCredentialsOAuthFlow",
     "DeleteTaskPushNotificationConfigRequest",
     "DeviceCodeOAuthFlow",
+    "Encoded",
     "GetExtendedAgentCardRequest",
     "GetTaskPushNotificationConfigRequest",
     "GetTaskRequest",

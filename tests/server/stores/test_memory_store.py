@@ -1,5 +1,6 @@
 """The memory store's own behaviour: finished tasks compacted after a window of later ones,
-snapshots read straight from the compacted form, and the ``SnapshotReader`` default."""
+snapshots read straight from the compacted form (or handed over encoded), and the
+``SnapshotReader`` default."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from peerwire.testing.store_suite import (
     status_event,
     timestamp,
 )
-from peerwire.types import ListTasksRequest, Role, TaskState, encode
+from peerwire.types import Encoded, ListTasksRequest, Role, Task, TaskState, encode
 
 S = TaskState
 pytestmark = pytest.mark.asyncio
@@ -97,6 +98,38 @@ async def test_retention_removes_compacted_and_expanded_finished_tasks() -> None
     assert await store.load(live.id, tenant="") is not None
 
 
+async def test_a_finished_task_is_handed_over_encoded_before_and_after_compaction() -> None:
+    store = MemoryTaskStore(expanded_finished=1)
+    first = await _finished_task(store, owner="alice")
+    whole = await store.load_snapshot(first.id, tenant="", owner="alice", history_length=None)
+    assert whole is not None
+    expanded = await store.load_encoded_snapshot(first.id, tenant="", owner="alice")
+    assert isinstance(expanded, Encoded) and expanded.json == encode(whole)
+    await _finished_task(store)  # compacts the first
+    compacted = await store.load_encoded_snapshot(first.id, tenant="", owner="alice")
+    assert isinstance(compacted, Encoded) and compacted.json == encode(whole)
+    assert compacted.decode() == whole
+
+
+async def test_an_unfinished_task_is_handed_over_as_a_task() -> None:
+    store = MemoryTaskStore()
+    record = new_record(at=0)
+    await store.create(record, tenant="", owner="")
+    await store.append(record.id, [status_event(record, S.WORKING, at=1)])
+    read = await store.load_encoded_snapshot(record.id, tenant="", owner=None)
+    assert isinstance(read, Task) and read == record.snapshot()
+
+
+@pytest.mark.parametrize("expanded_finished", [0, 1])
+async def test_encoded_snapshots_are_scoped_like_every_read(expanded_finished: int) -> None:
+    store = MemoryTaskStore(expanded_finished=expanded_finished)
+    record = await _finished_task(store, owner="alice")
+    assert await store.load_encoded_snapshot(record.id, tenant="", owner="bob") is None
+    assert await store.load_encoded_snapshot(record.id, tenant="t", owner=None) is None
+    assert await store.load_encoded_snapshot("ghost", tenant="", owner=None) is None
+    assert await store.load_encoded_snapshot(record.id, tenant="", owner=None) is not None
+
+
 async def test_the_memory_store_reads_its_own_snapshots() -> None:
     store = MemoryTaskStore()
     assert snapshot_reader(store) is store
@@ -124,6 +157,10 @@ async def test_the_default_snapshot_reader_snapshots_what_load_returns() -> None
     assert (
         await reader.load_snapshot(record.id, tenant="", owner="bob", history_length=None) is None
     )
+    # Nothing encoded to hand over: the whole task, as a Task.
+    whole = await reader.load_encoded_snapshot(record.id, tenant="", owner="alice")
+    assert isinstance(whole, Task) and whole == record.snapshot()
+    assert await reader.load_encoded_snapshot(record.id, tenant="", owner="bob") is None
 
 
 def _all_tasks() -> ListQuery:

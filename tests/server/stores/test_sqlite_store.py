@@ -383,6 +383,44 @@ async def test_a_cancelled_append_still_lands_and_the_next_one_follows(tmp_path:
         assert loaded is not None and loaded.version == 3 and loaded.state is S.WORKING
 
 
+async def test_the_durable_hook_hears_of_a_commit_whose_caller_was_cancelled(
+    tmp_path: Path,
+) -> None:
+    async with opened(tmp_path / "tasks.db") as store:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        heard: list[int] = []
+        # Not cancelled: the hook runs before ``append_then`` returns.
+        working = [status_event(record, S.WORKING, at=1)]
+        assert await store.append_then(record.id, working, heard.append) == 2
+        assert heard == [2]
+        writer = store._writer
+        assert writer is not None
+        gate = threading.Event()
+        held = writer.submit(lambda _: gate.wait(30))
+        submitted = asyncio.ensure_future(
+            store.append_then(record.id, [artifact_event(record, "a", "x")], heard.append)
+        )
+        await asyncio.sleep(0)  # submitted, waiting for its commit
+        # Waits for its turn behind ``submitted``: cancelled there, it writes nothing.
+        queued = asyncio.ensure_future(
+            store.append_then(record.id, [artifact_event(record, "b", "y")], heard.append)
+        )
+        await asyncio.sleep(0)
+        submitted.cancel()
+        queued.cancel()
+        gate.set()
+        assert await held
+        for cancelled in (submitted, queued):
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+        await store.append(record.id, [])  # waits for the write still in flight
+        assert heard == [2, 3]
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 3
+        assert [a.artifact_id for a in loaded.artifacts] == ["a"]
+
+
 # -- the spec string ---------------------------------------------------------------------------
 
 

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from ...protocol import Event, ListQuery, TaskRecord
-from ...types import Task, TaskPushNotificationConfig, TaskState
+from ...types import Encoded, Task, TaskPushNotificationConfig, TaskState
 
 __all__ = [
+    "HookedAppends",
     "OutboxRow",
     "OutboxState",
     "SnapshotReader",
@@ -165,13 +166,19 @@ class SnapshotReader(Protocol):
 
     Optional for a store: ``snapshot_reader`` gives any ``TaskStore`` one. A store implements
     it when it can do better than building the task's record first (the memory store keeps a
-    finished task encoded, and decodes it straight into a ``Task``).
+    finished task encoded: it decodes it straight into a ``Task``, or hands its bytes over).
     """
 
     async def load_snapshot(
         self, task_id: str, *, tenant: str, owner: str | None, history_length: int | None
     ) -> Task | None:
         """``load(...).snapshot(history_length=...)``, or ``None`` where ``load`` finds none."""
+
+    async def load_encoded_snapshot(
+        self, task_id: str, *, tenant: str, owner: str | None
+    ) -> Task | Encoded[Task] | None:
+        """The whole task (no history cut) as ``load_snapshot`` reads it, or already encoded
+        where the store holds it so (what ``GetTask`` answers without decoding it)."""
 
 
 class _SnapshotsFromRecords:
@@ -188,9 +195,37 @@ class _SnapshotsFromRecords:
         record = await self._store.load(task_id, tenant=tenant, owner=owner)
         return None if record is None else record.snapshot(history_length=history_length)
 
+    async def load_encoded_snapshot(
+        self, task_id: str, *, tenant: str, owner: str | None
+    ) -> Task | Encoded[Task] | None:
+        return await self.load_snapshot(task_id, tenant=tenant, owner=owner, history_length=None)
+
 
 def snapshot_reader(store: TaskStore) -> SnapshotReader:
     """``store`` itself if it reads snapshots on its own, else the default over ``load``."""
     if isinstance(store, SnapshotReader):
         return store
     return _SnapshotsFromRecords(store)
+
+
+@runtime_checkable
+class HookedAppends(Protocol):
+    """An append that reports its commit through a hook, for a store whose appends suspend.
+
+    Optional for a store. The runner stores an event and then publishes it as one step that a
+    cancel cannot split; without this hook it needs a shielding Task per event, with it, it
+    publishes from the hook only when its own caller was cancelled while the write went on.
+    """
+
+    async def append_then(
+        self,
+        task_id: str,
+        events: Sequence[Event],
+        on_durable: Callable[[int], None],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        """``append``, and ``on_durable(version)`` on the event loop once the events have
+        committed, before this returns, even if the caller was cancelled meanwhile. A caller
+        cancelled before its events were handed to the database appends (and hears) nothing;
+        with no events nothing is written and the hook is not called."""

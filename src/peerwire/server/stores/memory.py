@@ -11,7 +11,14 @@ import msgspec
 
 from ...errors import TaskNotFoundError, VersionConflictError
 from ...protocol import TERMINAL, Event, ListQuery, TaskRecord, select_page, sort_key, trim_history
-from ...types import Task, TaskPushNotificationConfig, TaskState, decode_canonical, encode
+from ...types import (
+    Encoded,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+    decode_canonical,
+    encode,
+)
 from ._rows import event_body, outbox_row_id, push_body
 from .base import OutboxRow, StoredTaskInfo
 
@@ -19,17 +26,26 @@ __all__ = ["MemoryTaskStore"]
 
 
 class _Entry:
-    """A task that can still change (or finished a moment ago): its mutable record."""
+    """A task that can still change (or finished a moment ago): its mutable record, and once
+    it has finished, its snapshot encoded for the readers (``GetTask``) and the compaction."""
 
-    __slots__ = ("owner", "record", "tenant")
+    __slots__ = ("_encoded", "owner", "record", "tenant")
 
     def __init__(self, record: TaskRecord, tenant: str, owner: str) -> None:
         self.record = record
         self.tenant = tenant
         self.owner = owner
+        self._encoded: bytes | None = None
 
     def visible(self, tenant: str, owner: str | None) -> bool:
         return self.tenant == tenant and (owner is None or self.owner == owner)
+
+    def finished_snapshot(self) -> bytes:
+        """The finished task's whole snapshot as ProtoJSON, encoded once: it never changes."""
+        assert self.record.terminal
+        if self._encoded is None:
+            self._encoded = encode(self.record.snapshot())
+        return self._encoded
 
 
 class _Header(msgspec.Struct, array_like=True, frozen=True, gc=False):
@@ -67,7 +83,7 @@ class _Compacted(_Header, array_like=True, frozen=True, gc=False):
                 context_id=record.context_id,
                 tenant=entry.tenant,
                 owner=entry.owner,
-                snapshot=encode(record.snapshot()),
+                snapshot=entry.finished_snapshot(),
             )
         )
 
@@ -166,6 +182,22 @@ class MemoryTaskStore:
             return stored.record.snapshot(history_length=history_length)
         compacted = _unpack(stored)
         return compacted.task(history_length) if compacted.visible(tenant, owner) else None
+
+    async def load_encoded_snapshot(
+        self, task_id: str, *, tenant: str, owner: str | None
+    ) -> Task | Encoded[Task] | None:
+        stored = self._tasks.get(task_id)
+        if stored is None:
+            return None
+        if isinstance(stored, _Entry):
+            if not stored.visible(tenant, owner):
+                return None
+            record = stored.record
+            if record.terminal:
+                return Encoded(stored.finished_snapshot(), Task)
+            return record.snapshot()  # still changing: encoded afresh for every reader
+        compacted = _unpack(stored)
+        return Encoded(compacted.snapshot, Task) if compacted.visible(tenant, owner) else None
 
     async def append(
         self, task_id: str, events: Sequence[Event], *, expected_version: int | None = None

@@ -274,6 +274,18 @@ class SQLiteTaskStore:
     async def append(
         self, task_id: str, events: Sequence[Event], *, expected_version: int | None = None
     ) -> int:
+        return await self.append_then(task_id, events, None, expected_version=expected_version)
+
+    async def append_then(
+        self,
+        task_id: str,
+        events: Sequence[Event],
+        on_durable: Callable[[int], None] | None,
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        """``append``; ``on_durable(version)`` runs once the events have committed, even if
+        this caller was cancelled meanwhile (``HookedAppends``)."""
         batch = tuple(events)
         seen: int | None = None
         for _ in range(_ATTEMPTS):
@@ -293,7 +305,7 @@ class SQLiteTaskStore:
                 return record.version
             version = record.version + len(batch)  # one version per event
             try:
-                await self._submit_append(entry, batch)
+                await self._submit_append(entry, batch, on_durable)
                 return version
             except sqlite3.Error as exc:
                 raise _store_failure(exc) from exc
@@ -306,9 +318,15 @@ class SQLiteTaskStore:
         # Another process keeps winning the race for this task's row.
         raise VersionConflictError(task_id, expected=seen if seen is not None else -1, actual=None)
 
-    def _submit_append(self, entry: _Entry, events: tuple[Event, ...]) -> asyncio.Future[int]:
-        """Validate ``events`` and queue their write; the entry takes them once it is durable.
-        The future resolves to the number of outbox rows written."""
+    def _submit_append(
+        self,
+        entry: _Entry,
+        events: tuple[Event, ...],
+        on_durable: Callable[[int], None] | None = None,
+    ) -> asyncio.Future[int]:
+        """Validate ``events`` and queue their write; the entry takes them once it is durable,
+        then ``on_durable`` hears of it. The future resolves to the number of outbox rows
+        written."""
         record = entry.record
         plan = plan_append(
             record,
@@ -338,6 +356,8 @@ class SQLiteTaskStore:
             if plan.snapshot is not None:
                 entry.snapshot_version = version
             self._file(entry)
+            if on_durable is not None:
+                on_durable(version)
             if queued and self._outbox_listener is not None:
                 self._outbox_listener()
 
