@@ -38,7 +38,14 @@ import httptools
 
 from ._tls_scope import tls_extension
 
-__all__ = ["HIGH_WATER", "MAX_HEADERS", "MAX_HEAD_BYTES", "ConnectionSet", "H1Connection"]
+__all__ = [
+    "DISCONNECT_EXTENSION",
+    "HIGH_WATER",
+    "MAX_HEADERS",
+    "MAX_HEAD_BYTES",
+    "ConnectionSet",
+    "H1Connection",
+]
 
 log = logging.getLogger("peerwire.server")
 
@@ -51,6 +58,10 @@ MAX_HEADERS = 128
 _MAX_PIPELINED = 8
 
 _ASGI = {"version": "3.0", "spec_version": "2.3"}
+# A server extension (ASGI allows those in ``scope["extensions"]``): ``watch(callback)`` calls
+# ``callback()`` once the client has gone and returns what stops the watch, so a stream needs
+# no task of its own waiting on ``receive()`` for ``http.disconnect``.
+DISCONNECT_EXTENSION = "peerwire.disconnect"
 _STATUS_LINES = {
     status.value: b"HTTP/1.1 %d %s\r\n" % (status.value, status.phrase.encode("latin-1"))
     for status in http.HTTPStatus
@@ -280,7 +291,10 @@ class H1Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._server_address: tuple[str, int] | None = None
         self._client_address: tuple[str, int] | None = None
-        self._extensions: dict[str, Any] | None = None
+        self._extensions: dict[str, Any] = {}
+        self._tls = False
+        # What ``watch_disconnect`` registered: called once the connection is lost.
+        self._on_lost: list[Callable[[], None]] = []
         # The request being parsed, the one being answered, and complete ones waiting.
         self._parsing: _Request | None = None
         self._active: _Request | None = None
@@ -307,7 +321,11 @@ class H1Connection(asyncio.Protocol):
         self._server_address = _address(transport.get_extra_info("sockname"))
         self._client_address = _address(transport.get_extra_info("peername"))
         tls = tls_extension(transport)
-        self._extensions = None if tls is None else {"tls": tls}
+        # One dict per connection, shared by its requests' scopes.
+        self._extensions = {DISCONNECT_EXTENSION: self.watch_disconnect}
+        if tls is not None:
+            self._extensions["tls"] = tls
+            self._tls = True
         self.shared.connections.add(self)
         if self.shared.shutting_down:
             transport.close()
@@ -324,6 +342,9 @@ class H1Connection(asyncio.Protocol):
         self._pipeline.clear()
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_result(None)
+        callbacks, self._on_lost = self._on_lost, []
+        for callback in callbacks:
+            callback()
         self.shared.closed(self)
 
     def data_received(self, data: bytes) -> None:
@@ -351,7 +372,7 @@ class H1Connection(asyncio.Protocol):
     def eof_received(self) -> bool | None:
         # A client that half-closes after its request still gets the answer; closing for
         # writing too happens once nothing is being answered. (TLS cannot half-close.)
-        if (self._active is None and not self._pipeline) or self._extensions is not None:
+        if (self._active is None and not self._pipeline) or self._tls:
             return None
         self.closing_after_answer = True
         return True
@@ -407,9 +428,8 @@ class H1Connection(asyncio.Protocol):
             "headers": headers,
             "server": self._server_address,
             "client": self._client_address,
+            "extensions": self._extensions,
         }
-        if self._extensions is not None:
-            scope["extensions"] = self._extensions
         keep_alive = parser.should_keep_alive() and not self.shared.shutting_down
         self._parsing = _Request(
             self, scope, keep_alive=keep_alive, continue_wanted=continue_wanted
@@ -490,6 +510,20 @@ class H1Connection(asyncio.Protocol):
         if request is self._active and not self._pipeline:
             self._resume_reading()
 
+    def watch_disconnect(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """The ``peerwire.disconnect`` extension: ``callback()`` once the client is gone
+        (no task per stream waiting on ``receive()``); returns what cancels the watch."""
+        if self._lost:
+            self.loop.call_soon(callback)
+            return _nothing
+        self._on_lost.append(callback)
+
+        def unwatch() -> None:
+            if callback in self._on_lost:
+                self._on_lost.remove(callback)
+
+        return unwatch
+
     def write(self, data: bytes) -> None:
         if self._transport is not None and not self._lost:
             self._transport.write(data)
@@ -569,6 +603,10 @@ class H1Connection(asyncio.Protocol):
 
 
 class _HeadTooLarge(Exception):
+    pass
+
+
+def _nothing() -> None:
     pass
 
 

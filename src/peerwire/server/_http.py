@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 from ..bindings.sse import KEEPALIVE
 from ..errors import A2AError, InternalError
 from ..types import StreamResponse
+from ._h1 import DISCONNECT_EXTENSION
 from .dispatch import TaskStream
 
 __all__ = [
@@ -147,6 +148,7 @@ async def plain(
 
 
 async def send_event_stream(
+    scope: Scope,
     receive: Receive,
     send: Send,
     stream: TaskStream,
@@ -162,10 +164,9 @@ async def send_event_stream(
     it started, into a complete SSE frame: the bindings differ only there.
     """
     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + extra})
-    # One watcher per stream notices the client going away and closes the stream, so an
-    # abandoned stream stops following its task. It lives exactly as long as this call.
-    watcher = asyncio.ensure_future(_wait_for_disconnect(receive))
-    watcher.add_done_callback(lambda _: stream.close())
+    # The client going away closes the stream, so an abandoned stream stops following its
+    # task. The watch lives exactly as long as this call.
+    stop_watching = _watch_disconnect(scope, receive, stream.close)
     try:
         while True:
             try:
@@ -193,8 +194,28 @@ async def send_event_stream(
                 await send({"type": "http.response.body", "body": payload, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
-        watcher.cancel()
+        stop_watching()
         stream.close()
+
+
+def _watch_disconnect(
+    scope: Scope, receive: Receive, on_disconnect: Callable[[], None]
+) -> Callable[[], None]:
+    """Call ``on_disconnect`` once the client has gone; returns what stops watching.
+
+    peerwire's HTTP server offers the ``peerwire.disconnect`` scope extension for this
+    (``_h1.DISCONNECT_EXTENSION``): no task per stream."""
+    watch = scope.get("extensions", {}).get(DISCONNECT_EXTENSION)
+    if watch is not None:
+        return watch(on_disconnect)  # type: ignore[no-any-return]
+    # Any ASGI server: a task of its own reads ``receive()`` until ``http.disconnect``.
+    watcher = asyncio.ensure_future(_wait_for_disconnect(receive))
+    watcher.add_done_callback(lambda _: on_disconnect())
+
+    def stop() -> None:
+        watcher.cancel()
+
+    return stop
 
 
 async def _wait_for_disconnect(receive: Receive) -> None:

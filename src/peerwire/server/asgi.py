@@ -242,7 +242,7 @@ class A2AApp:
             body = jsonrpc.encode_result(request.id, {} if result is None else result)
             await _respond(send, 200, body, extra)
             return
-        await self._stream(receive, send, request.id, result, extra)
+        await self._stream(scope, receive, send, request.id, result, extra)
 
     async def _jsonrpc_error(
         self,
@@ -259,6 +259,7 @@ class A2AApp:
 
     async def _stream(
         self,
+        scope: Scope,
         receive: Receive,
         send: Send,
         request_id: bytes,
@@ -266,6 +267,7 @@ class A2AApp:
         extra: list[tuple[bytes, bytes]],
     ) -> None:
         await send_event_stream(
+            scope,
             receive,
             send,
             stream,

@@ -37,7 +37,7 @@ def _expire(waiter: asyncio.Future[object]) -> None:
 class Subscription:
     """A queue of ``(version, event)`` for one task; iterate it, close it when done."""
 
-    __slots__ = ("_closed", "_items", "_on_close", "_on_start", "_waiter", "task_id")
+    __slots__ = ("_closed", "_items", "_loop", "_on_close", "_on_start", "_waiter", "task_id")
 
     def __init__(
         self,
@@ -48,6 +48,7 @@ class Subscription:
         self.task_id = task_id
         self._items: deque[tuple[int, BusEvent]] = deque()
         self._waiter: asyncio.Future[object] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._on_close = on_close
         # A replaying bus learns here, at the first ``next``, which version to read after.
@@ -127,7 +128,10 @@ class Subscription:
 
     async def _wait(self, timeout: float | None) -> bool:
         """Wait for the next ``put`` or the close; False if ``timeout`` passed first."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            # Looked up once: asyncio.get_running_loop() makes a getpid() system call.
+            loop = self._loop = asyncio.get_running_loop()
         waiter = self._waiter = loop.create_future()
         timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
         try:

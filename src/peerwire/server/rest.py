@@ -144,6 +144,7 @@ class RestHandler:
             await respond(send, 200, payload, extra, content_type=_A2A_JSON)
             return
         await send_event_stream(
+            scope,
             receive,
             send,
             result,
