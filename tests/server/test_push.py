@@ -43,6 +43,7 @@ from peerwire.testing import live_server
 from peerwire.types import (
     AuthenticationInfo,
     Binding,
+    Encoded,
     GetTaskPushNotificationConfigRequest,
     ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
@@ -375,7 +376,8 @@ async def test_a_graceful_restart_leaves_no_tasks_and_loses_no_notification(
                     )
                 ),
             )
-            task = (await app.dispatcher.send_message(request)).payload
+            answer = await app.dispatcher.send_message(request)
+            task = (answer.decode() if isinstance(answer, Encoded) else answer).payload
             await receiver.until(lambda r: len(r.received) >= 1)
         leftovers = [t for t in asyncio.all_tasks() if t.get_name().startswith("peerwire push")]
         assert leftovers == [], "the deliverer left tasks behind"
@@ -678,6 +680,8 @@ async def _waiting_task(app: A2AApp, call: CallContext | None = None) -> Task:
         )
     )
     answer = await app.dispatcher.send_message(request, call or CallContext())
+    if isinstance(answer, Encoded):
+        answer = answer.decode()
     assert isinstance(answer.payload, Task)
     return answer.payload
 

@@ -129,7 +129,8 @@ class Dispatcher:
 
     async def send_message(
         self, request: SendMessageRequest, call: CallContext = _ANONYMOUS
-    ) -> SendMessageResponse:
+    ) -> SendMessageResponse | Encoded[SendMessageResponse]:
+        """The answer to a send; a finished task's may come ``Encoded`` (see ``get_task``)."""
         history_length = self._check_send(request)
         config = request.configuration
         push = None if config is None else await self._inline_push_config(request)
@@ -144,9 +145,19 @@ class Dispatcher:
             with waiting:
                 if blocking:
                     await _wait_until_settled(waiting, seen)
-        return SendMessageResponse(
-            task=await self._snapshot(task_id, request.tenant, call.owner, history_length)
+        if history_length is not None:
+            return SendMessageResponse(
+                task=await self._snapshot(task_id, request.tenant, call.owner, history_length)
+            )
+        task = await self._snapshots.load_encoded_snapshot(
+            task_id, tenant=request.tenant, owner=call.owner
         )
+        if task is None:
+            raise _task_not_found(task_id)
+        if isinstance(task, Encoded):
+            # The stored encoding of the finished task, spliced in: encoded once per task.
+            return Encoded(b'{"task":' + task.json + b"}", SendMessageResponse)
+        return SendMessageResponse(task=task)
 
     async def send_streaming_message(
         self, request: SendMessageRequest, call: CallContext = _ANONYMOUS
