@@ -29,7 +29,7 @@ import collections
 import http
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from email.utils import formatdate
 from typing import Any, cast
 from urllib.parse import unquote
@@ -67,6 +67,7 @@ _STATUS_LINES = {
     for status in http.HTTPStatus
 }
 _CHUNK_END = b"0\r\n\r\n"
+_METHODS = {m.encode(): m for m in ("GET", "POST", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS")}
 
 
 class _Clock:
@@ -168,7 +169,7 @@ class _Request:
         self.body_done = False  # ... and handed to the app
         self.disconnected = False
         self.response_started = False
-        self.response_head: tuple[int, list[tuple[bytes, bytes]]] | None = None
+        self.response_head: tuple[int, Iterable[tuple[bytes, bytes]]] | None = None
         self.response_done = False
         self.chunked = False
         self.silent = False  # a response without a body (HEAD, 204, 304): parts are dropped
@@ -207,7 +208,7 @@ class _Request:
                 raise RuntimeError("ASGI: http.response.start sent twice")
             self.response_started = True
             # Held back: the head goes out with the first body part, in one write.
-            self.response_head = (message["status"], list(message.get("headers", ())))
+            self.response_head = (message["status"], message.get("headers") or ())
             return
         if kind != "http.response.body":
             raise RuntimeError(f"ASGI: unexpected message {kind!r} on an HTTP connection")
@@ -254,7 +255,7 @@ class _Request:
                 self.keep_alive = False
             elif lowered == b"transfer-encoding":
                 continue  # the framing is this server's to choose
-            parts.append(b"%b: %b\r\n" % (name, value))
+            parts += (name, b": ", value, b"\r\n")
         no_body = self.head_only or status in (204, 304) or status < 200
         if not framed and not no_body:
             if not more:
@@ -303,6 +304,7 @@ class H1Connection(asyncio.Protocol):
         self._headers: list[tuple[bytes, bytes]] = []
         self._head_bytes = 0
         self._head_too_large = False
+        self._continue_wanted = False
         self._read_paused = False
         self.write_paused = False
         self._drain_waiter: asyncio.Future[None] | None = None
@@ -391,6 +393,7 @@ class H1Connection(asyncio.Protocol):
         self._url = b""
         self._headers = []
         self._head_bytes = 0
+        self._continue_wanted = False
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -404,17 +407,16 @@ class H1Connection(asyncio.Protocol):
         if self._head_bytes > MAX_HEAD_BYTES or len(self._headers) >= MAX_HEADERS:
             self._head_too_large = True
             raise _HeadTooLarge
-        self._headers.append((name.lower(), value))
+        name = name.lower()
+        if name == b"expect" and value.lower() == b"100-continue":
+            self._continue_wanted = True
+        self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         parser = self._parser
-        method = parser.get_method().decode("ascii")
+        raw_method = parser.get_method()
+        method = _METHODS.get(raw_method) or raw_method.decode("ascii")
         path, raw_path, query = _split_target(self._url)
-        headers = self._headers
-        continue_wanted = False
-        for name, value in headers:
-            if name == b"expect" and value.lower() == b"100-continue":
-                continue_wanted = True
         scope: dict[str, Any] = {
             "type": "http",
             "asgi": _ASGI,
@@ -425,14 +427,14 @@ class H1Connection(asyncio.Protocol):
             "raw_path": raw_path,
             "query_string": query,
             "root_path": "",
-            "headers": headers,
+            "headers": self._headers,
             "server": self._server_address,
             "client": self._client_address,
             "extensions": self._extensions,
         }
         keep_alive = parser.should_keep_alive() and not self.shared.shutting_down
         self._parsing = _Request(
-            self, scope, keep_alive=keep_alive, continue_wanted=continue_wanted
+            self, scope, keep_alive=keep_alive, continue_wanted=self._continue_wanted
         )
 
     def on_body(self, body: bytes) -> None:
