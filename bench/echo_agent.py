@@ -9,6 +9,7 @@ SendMessage echoes the text as one artifact (submitted -> working -> artifact ->
 from __future__ import annotations
 
 import gc
+import os
 
 from peerwire import Agent, Message, TaskContext
 from peerwire.server import A2AApp, create_app
@@ -45,7 +46,9 @@ async def echo(message: Message, ctx: TaskContext) -> str | None:
 def uvicorn_app() -> A2AApp:
     """The same agent as an ASGI app for uvicorn (``uvicorn --factory``): the bench's
     ``peerwire-uvicorn`` target, measuring peerwire's own HTTP server against uvicorn.
-    Collects garbage as ``peerwire serve`` does, so only the HTTP server differs."""
+    Collects garbage as ``peerwire serve`` does, so only the HTTP server differs; the card
+    advertises ``$PEERWIRE_BENCH_URL`` (the address uvicorn was told to bind)."""
     gc.freeze()
     gc.set_threshold(10_000, 20, 20)
-    return create_app(agent, store="memory")
+    public_url = os.environ.get("PEERWIRE_BENCH_URL", "http://127.0.0.1:8000")
+    return create_app(agent, store="memory", public_url=public_url)

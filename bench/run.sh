@@ -67,7 +67,7 @@ declare -A ours=(
   # \$\$ is expanded by the harness's shell: a fresh database file for every start.
   [peerwire-sqlite]="peerwire-sqlite=$serve --store sqlite:$DB_DIR/bench-\$\$.db"
   # The same app on uvicorn instead of peerwire's HTTP server (docs/PERFORMANCE.md).
-  [peerwire-uvicorn]="peerwire-uvicorn=env PYTHONPATH=$ROOT $(dirname "$PEERWIRE")/python -m uvicorn --factory bench.echo_agent:uvicorn_app --port {port} --log-level warning --no-access-log --no-proxy-headers"
+  [peerwire-uvicorn]="peerwire-uvicorn=env PYTHONPATH=$ROOT PEERWIRE_BENCH_URL=http://127.0.0.1:{port} $(dirname "$PEERWIRE")/python -m uvicorn --factory bench.echo_agent:uvicorn_app --port {port} --log-level warning --no-access-log --no-proxy-headers"
 )
 targets=(
   --server "${ours[peerwire]}"

@@ -238,6 +238,7 @@ def test_run_sh_targets_given_replace_the_defaults_and_name_ours(fake_harness: P
 def test_run_sh_names_the_same_app_on_uvicorn(fake_harness: Path) -> None:
     argv = run_sh(fake_harness, "--server", "peerwire-uvicorn")
     assert argv[1].startswith("peerwire-uvicorn=env PYTHONPATH=")
+    assert "PEERWIRE_BENCH_URL=http://127.0.0.1:{port} " in argv[1]
     assert "-m uvicorn --factory bench.echo_agent:uvicorn_app --port {port}" in argv[1]
 
 
@@ -260,6 +261,27 @@ def test_the_uvicorn_factory_builds_the_echo_agent() -> None:
     done = run(sys.executable, "-c", probe, env={"PYTHONPATH": str(BENCH.parent)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "TASK_STATE_COMPLETED"
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_rss_curve_prints_a_point_per_step(store: str) -> None:
+    done = run(
+        sys.executable,
+        BENCH / "rss_curve.py",
+        "--store",
+        store,
+        "--steps",
+        "2",
+        "--per-step",
+        "64",
+        "--warmup",
+        "8",
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"store={store} warm-up 8 tasks")
+    assert [line.split()[0] for line in lines[1:]] == ["72", "136"]
+    assert all("bytes/task since warm-up" in line for line in lines[1:])
 
 
 def test_run_sh_help_shows_its_usage_and_the_harness_options_without_running() -> None:

@@ -27,6 +27,7 @@ from peerwire.types import (
     ListTasksRequest,
     SendMessageRequest,
     SubscribeToTaskRequest,
+    TaskArtifactUpdateEvent,
     TaskState,
     TaskStatusUpdateEvent,
     from_builtins,
@@ -408,3 +409,53 @@ async def test_an_event_stored_for_a_cancelled_caller_is_still_published(
             assert event.status.state is TaskState.CANCELED
     finally:
         await store.close()
+
+
+class CountingStore(MemoryTaskStore):
+    """The memory store, remembering how many events each append carried."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.appends: list[int] = []
+
+    async def append(self, task_id: str, events: Any, **kwargs: Any) -> int:
+        self.appends.append(len(events))
+        return await super().append(task_id, events, **kwargs)
+
+
+async def test_a_returned_value_is_stored_with_the_completion_and_both_are_published() -> None:
+    """One append (one commit for a durable store) for the result's artifact and COMPLETED;
+    a subscriber still gets each event at its own version, in order."""
+    agent = Agent("a")
+
+    @agent.skill("echo")
+    async def echo(text: str) -> str:
+        return text.upper()
+
+    store, bus = CountingStore(), MemoryBus()
+    async with Runner(agent, store, bus) as runner:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        with bus.subscribe(record.id) as events:
+            await runner.launch(
+                agent.route(record.history[0]),
+                task_id=record.id,
+                context_id=record.context_id,
+                message=record.history[0],
+                tenant="",
+                owner="",
+            )
+            received = [await events.next(timeout=WAIT_S) for _ in range(3)]
+    assert store.appends == [1, 2]  # WORKING, then the artifact with COMPLETED
+    versions = [item[0] for item in received if item is not None]
+    assert versions == [2, 3, 4]
+    working, artifact, completed = (item[1] for item in received if item is not None)
+    assert isinstance(working, TaskStatusUpdateEvent)
+    assert working.status.state is TaskState.WORKING
+    assert isinstance(artifact, TaskArtifactUpdateEvent)
+    assert artifact.last_chunk
+    assert artifact.artifact.parts[0].text == record.history[0].text.upper()
+    assert isinstance(completed, TaskStatusUpdateEvent)
+    assert completed.status.state is TaskState.COMPLETED
+    stored = await store.load(record.id, tenant="")
+    assert stored is not None and stored.version == 4

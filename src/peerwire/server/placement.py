@@ -110,7 +110,7 @@ class Placement:
             context_id=context_id,
             status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
         )
-        await self.runner._append_and_publish(task_id, [follow_up, working], working)
+        await self.runner._append_and_publish(task_id, (follow_up, working), (working,))
         if await self.queue.lease_holder(task_id) is not None:
             # If the holder stops before acting on it, the task is WORKING and unheld: the
             # sweeper resumes it, follow-up included.

@@ -32,6 +32,7 @@ from ..errors import (
 )
 from ..protocol import TERMINAL, Event, ends_blocking_wait
 from ..types import (
+    Artifact,
     Message,
     Part,
     Role,
@@ -54,6 +55,9 @@ __all__ = ["Runner"]
 
 log = logging.getLogger("peerwire.runner")
 
+# What the bus carries of a task's events (the user's messages are not published).
+Published = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+
 
 class _Live:
     """A handler that is running (or suspended in ``ask``) in this process."""
@@ -63,6 +67,7 @@ class _Live:
         "ctx",
         "deadline",
         "inbox",
+        "result",
         "settled",
         "skill",
         "started",
@@ -83,6 +88,8 @@ class _Live:
         self.started = False
         # Set by ``launch_watched``: done once the task settles or the handler is gone.
         self.settled: asyncio.Future[None] | None = None
+        # The artifact of a skill's returned value, stored with the completion (``_run``).
+        self.result: TaskArtifactUpdateEvent | None = None
 
     def settle(self) -> None:
         settled = self.settled
@@ -436,7 +443,7 @@ class Runner:
             context_id=context_id,
             status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
         )
-        await self._append_and_publish(task_id, [follow_up, working], working)
+        await self._append_and_publish(task_id, (follow_up, working), (working,))
         if not self.deliver(task_id, follow_up):
             first = earlier[0] if earlier else follow_up
             self.start(
@@ -511,45 +518,46 @@ class Runner:
             version = await self.store.append(ctx.task_id, (event,))
             await self.bus.publish(ctx.task_id, version, event)
         else:
-            await self._append_and_publish(ctx.task_id, (event,), event)
+            await self._append_and_publish(ctx.task_id, (event,), (event,))
         if isinstance(event, TaskStatusUpdateEvent) and ends_blocking_wait(event.status.state):
             live = self._live.get(ctx.task_id)
             if live is not None:
                 live.settle()
 
     async def _append_and_publish(
-        self,
-        task_id: str,
-        events: Sequence[Event],
-        published: TaskStatusUpdateEvent | TaskArtifactUpdateEvent,
+        self, task_id: str, events: Sequence[Event], published: Sequence[Published]
     ) -> None:
-        """Store ``events`` and publish the last one, as one step a cancel cannot split."""
+        """Store ``events`` and publish ``published`` (the last of them), as one step a cancel
+        cannot split."""
         if self._atomic_appends:
             version = await self.store.append(task_id, events)
-            await self.bus.publish(task_id, version, published)
+            await self._publish(task_id, version, published)
         elif self._hooked_store is not None:
             await self._hooked_then_publish(self._hooked_store, task_id, events, published)
         else:
             await asyncio.shield(self._store_then_publish(task_id, events, published))
 
+    async def _publish(self, task_id: str, version: int, published: Sequence[Published]) -> None:
+        """Publish the last ``len(published)`` events of an append that reached ``version``."""
+        first = version - len(published) + 1
+        for offset, event in enumerate(published):
+            await self.bus.publish(task_id, first + offset, event)
+
     async def _store_then_publish(
-        self,
-        task_id: str,
-        events: Sequence[Event],
-        published: TaskStatusUpdateEvent | TaskArtifactUpdateEvent,
+        self, task_id: str, events: Sequence[Event], published: Sequence[Published]
     ) -> None:
         version = await self.store.append(task_id, events)
-        await self.bus.publish(task_id, version, published)
+        await self._publish(task_id, version, published)
 
     async def _hooked_then_publish(
         self,
         store: HookedAppends,
         task_id: str,
         events: Sequence[Event],
-        published: TaskStatusUpdateEvent | TaskArtifactUpdateEvent,
+        published: Sequence[Published],
     ) -> None:
         """``_store_then_publish`` without a shield: the store's hook hears of the commit even
-        if this caller is cancelled while the write goes on, and then the event is published
+        if this caller is cancelled while the write goes on, and then the events are published
         by a Task of its own. Publishing (in-process) does not suspend, so nothing else can
         come between stored and published."""
         stored: int | None = None
@@ -568,18 +576,23 @@ class Runner:
             if stored is not None:  # committed before the cancel reached this caller
                 self._publish_later(task_id, stored, published)
             raise
-        await self.bus.publish(task_id, version, published)
+        await self._publish(task_id, version, published)
 
-    def _publish_later(
-        self, task_id: str, version: int, published: TaskStatusUpdateEvent | TaskArtifactUpdateEvent
-    ) -> None:
-        task = asyncio.get_running_loop().create_task(self.bus.publish(task_id, version, published))
+    def _publish_later(self, task_id: str, version: int, published: Sequence[Published]) -> None:
+        task = asyncio.get_running_loop().create_task(self._publish(task_id, version, published))
         self._late_publications.add(task)
         task.add_done_callback(self._late_publications.discard)
 
     async def _emit_status(
-        self, task_id: str, context_id: str, state: TaskState, text: str | None
+        self,
+        task_id: str,
+        context_id: str,
+        state: TaskState,
+        text: str | None,
+        result: TaskArtifactUpdateEvent | None = None,
     ) -> None:
+        """Record ``state`` (with ``text`` as the agent's message), after ``result``'s artifact
+        when given: both in one append (one commit for a durable store), both published."""
         message = None
         if text is not None:
             message = Message(
@@ -594,7 +607,8 @@ class Runner:
             context_id=context_id,
             status=TaskStatus(state=state, message=message, timestamp=now_timestamp()),
         )
-        await self._append_and_publish(task_id, (event,), event)
+        events = (event,) if result is None else (result, event)
+        await self._append_and_publish(task_id, events, events)
 
     # -- running a handler ------------------------------------------------------------------
 
@@ -604,8 +618,11 @@ class Runner:
             ctx = live.ctx
             if outcome is None or ctx.state in TERMINAL:
                 return
+            # A returned value's artifact goes with the completion, and only with it (a time
+            # limit that struck as the skill returned fails the task without it).
+            result = live.result if outcome[0] is TaskState.COMPLETED else None
             try:
-                await self._emit_status(ctx.task_id, ctx.context_id, *outcome)
+                await self._emit_status(ctx.task_id, ctx.context_id, *outcome, result)
             except (IllegalTransitionError, TaskNotFoundError):
                 log.debug("task %s: final state not recorded, it changed meanwhile", ctx.task_id)
         finally:
@@ -615,7 +632,7 @@ class Runner:
         """Run the handler to its end (or its time limit, or a cancel): the outcome to record
         for its task (None: nothing)."""
         live.started = True
-        ctx, skill = live.ctx, live.skill
+        ctx = live.ctx
         timeout = self.agent.task_timeout
         try:
             try:
@@ -624,10 +641,10 @@ class Runner:
                     # the handler never runs, its task gets the outcome all the same.
                     return await self._after_cancel(live)
                 if timeout is None:
-                    return await self._call(ctx, skill)  # no limit: no timer to arm
+                    return await self._call(live)  # no limit: no timer to arm
                 async with asyncio.timeout(timeout) as deadline:
                     live.deadline = deadline
-                    return await self._call(ctx, skill)
+                    return await self._call(live)
             except TimeoutError:
                 if live.deadline is None or not live.deadline.expired():
                     raise  # the handler's own TimeoutError: its failure, handled below
@@ -650,8 +667,9 @@ class Runner:
             self._set_working(live, False)
             del self._live[ctx.task_id]
 
-    async def _call(self, ctx: TaskContext, skill: Skill) -> tuple[TaskState, str | None] | None:
+    async def _call(self, live: _Live) -> tuple[TaskState, str | None] | None:
         """Run the handler; what to record when it returns normally (None: nothing)."""
+        ctx, skill = live.ctx, live.skill
         if skill.executor is not None:
             await skill.executor.execute(ctx)
             return _leftover(ctx)
@@ -668,7 +686,13 @@ class Runner:
                 f"skill {skill.id!r} returned a value of type {type(result).__name__}; a skill "
                 "returns str, dict, list, Part, Message or None"
             )
-        await ctx.add_artifact(result, name="result", last_chunk=True)
+        # Recorded by ``_run`` together with the completion.
+        live.result = TaskArtifactUpdateEvent(
+            task_id=ctx.task_id,
+            context_id=ctx.context_id,
+            artifact=Artifact(artifact_id=new_id(), name="result", parts=to_parts(result)),
+            last_chunk=True,
+        )
         return (TaskState.COMPLETED, None)
 
     async def _after_cancel(self, live: _Live) -> tuple[TaskState, str | None] | None:
