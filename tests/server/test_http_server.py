@@ -20,7 +20,7 @@ import pytest
 from peerwire import Agent, Message, TaskContext
 from peerwire.server import create_app
 from peerwire.server.asgi import A2AApp
-from peerwire.server.http_server import HTTPServer
+from peerwire.server.http_server import CannotListenError, HTTPServer
 
 TIMEOUT_S = 10.0
 
@@ -383,3 +383,16 @@ async def test_shutdown_answers_a_blocked_caller_then_closes() -> None:
         status, headers, body = await busy.response()  # the blocked one gets its outcome
         assert status == 200 and headers["connection"] == "close"
         assert task_of(body)["status"]["state"] == "TASK_STATE_FAILED"
+
+
+async def test_an_address_in_use_is_a_clear_error() -> None:
+    taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        server = HTTPServer(create_app(agent))
+        port = taken.getsockname()[1]
+        with pytest.raises(CannotListenError, match=f"cannot listen on 127.0.0.1:{port}"):
+            await asyncio.wait_for(server.serve(host="127.0.0.1", port=port), TIMEOUT_S)
+    finally:
+        taken.close()

@@ -318,7 +318,7 @@ def serve(
     carry the client certificate in the ASGI TLS extension for ``MTLSVerifier``.
     ``log_level`` is the level of the ``peerwire`` loggers.
     """
-    from .http_server import HTTPServer
+    from .http_server import CannotListenError, HTTPServer
 
     if public_url is None:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
@@ -329,7 +329,10 @@ def serve(
     _configure_logging(log_level)
     _tune_gc()
     server = HTTPServer(app, ssl_context=None if tls is None else tls.ssl_context())
-    server.run(host=host, port=port)
+    try:
+        server.run(host=host, port=port)
+    except CannotListenError as exc:
+        raise SystemExit(f"peerwire: {exc}") from None
 
 
 def _configure_logging(level: str) -> None:

@@ -26,12 +26,16 @@ from typing import Any, Protocol
 
 from ._h1 import ConnectionSet, H1Connection
 
-__all__ = ["HTTPServer", "ServedApp"]
+__all__ = ["CannotListenError", "HTTPServer", "ServedApp"]
 
 log = logging.getLogger("peerwire.server")
 
 # Sockets waiting to be accepted; a burst of clients connecting at once should not be refused.
 _BACKLOG = 2048
+
+
+class CannotListenError(OSError):
+    """The address cannot be bound (in use, not this host's, not allowed)."""
 
 
 class _Runner(Protocol):
@@ -105,9 +109,12 @@ class HTTPServer:
                     connection, sock=sock, ssl=self._ssl, backlog=_BACKLOG
                 )
             else:
-                server = await loop.create_server(
-                    connection, host, port, ssl=self._ssl, backlog=_BACKLOG, reuse_address=True
-                )
+                try:
+                    server = await loop.create_server(
+                        connection, host, port, ssl=self._ssl, backlog=_BACKLOG, reuse_address=True
+                    )
+                except OSError as exc:
+                    raise CannotListenError(f"cannot listen on {host}:{port}: {exc}") from exc
             self.sockets = tuple(server.sockets)
             try:
                 self.started.set()
