@@ -218,7 +218,7 @@ class _Request:
         more = message.get("more_body", False)
         connection = self.connection
         if self.disconnected:
-            # The client is gone; a stream learns that from receive(), writes are dropped.
+            # The client is gone (a stream hears of it from the disconnect watch): drop writes.
             if not more:
                 self.response_done = True
             return
