@@ -296,10 +296,17 @@ class Runner:
         owner: str,
     ) -> None:
         """Get a new task's handler running: here, or through the queue on some worker."""
-        self.check_capacity()
         if self.placement is None:
-            self._start_new(skill, task_id, context_id, message, tenant, owner)
+            self.start(
+                skill,
+                task_id=task_id,
+                context_id=context_id,
+                message=message,
+                tenant=tenant,
+                owner=owner,
+            )
         else:
+            self.check_capacity()
             await self.placement.enqueue(task_id, tenant, "start", owner)
 
     @property
@@ -325,33 +332,19 @@ class Runner:
         stores and publishes each of the task's events itself.
         """
         assert self.sees_every_event, "the task's events may come from elsewhere"
-        self.check_capacity()
-        live = self._start_new(skill, task_id, context_id, message, tenant, owner)
-        # The handler has not run yet (its task is only scheduled): no event is missed.
-        assert self._loop is not None
-        live.settled = self._loop.create_future()
-        return live.settled
-
-    def _start_new(
-        self,
-        skill: Skill,
-        task_id: str,
-        context_id: str,
-        message: Message,
-        tenant: str,
-        owner: str,
-    ) -> _Live:
-        """Run ``skill`` here for a task just created (SUBMITTED, no answers recorded)."""
-        return self._start(
+        self.start(
             skill,
             task_id=task_id,
             context_id=context_id,
             message=message,
             tenant=tenant,
             owner=owner,
-            state=TaskState.SUBMITTED,
-            answers=[],
         )
+        live = self._live[task_id]
+        # The handler has not run yet (its task is only scheduled): no event is missed.
+        assert self._loop is not None
+        live.settled = self._loop.create_future()
+        return live.settled
 
     def _start(
         self,
