@@ -542,7 +542,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         grpc_host=options.host,
         grpc_port=options.grpc_port,
     )
-    from peerwire.server.http_server import HTTPServer
+    from peerwire.httpd import HTTPServer
 
     HTTPServer(app).run(host=options.host, port=options.port)
 

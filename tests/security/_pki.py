@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from peerwire.client.auth import ClientCertificate
-from peerwire.server.tls import ServerTLS
+from peerwire.httpd import ServerTLS
 
 from ._support import Authority, _name, authority, client_certificate
 

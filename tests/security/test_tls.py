@@ -30,10 +30,10 @@ from peerwire.client.auth import APIKey, Credentials
 from peerwire.client.transports.base import ClientTLS
 from peerwire.client.transports.grpc import GrpcTransport
 from peerwire.errors import A2AConnectionError, AuthenticationError
+from peerwire.httpd import HTTPServer
+from peerwire.httpd._tls_scope import tls_extension
 from peerwire.security import APIKeyVerifier, MTLSVerifier, RequestCredentials
 from peerwire.server import create_app
-from peerwire.server._tls_scope import tls_extension
-from peerwire.server.http_server import HTTPServer
 from peerwire.types import (
     APIKeySecurityScheme,
     Binding,
@@ -347,7 +347,7 @@ def test_a_client_certificate_with_an_encrypted_key_in_one_file_works_for_grpc(
 
 
 def test_server_tls_settings_are_checked_when_made(pki: Pki, tmp_path: Path) -> None:
-    from peerwire.server.tls import ServerTLS
+    from peerwire.httpd import ServerTLS
 
     certfile, keyfile = pki.directory / "server.pem", pki.directory / "server.key"
     with pytest.raises(ValueError, match="require_client_cert needs client_ca"):

@@ -12,11 +12,11 @@ from typing import Annotated
 
 import typer
 
+from ..httpd import ServerTLS
 from ..server import Agent, serve
 from ..server.app import INTERFACE_NAMES
 from ..server.push import PushSettings
 from ..server.stores import TaskStore, open_store
-from ..server.tls import ServerTLS
 from ._app import app
 from ._scale import LeaseTtl, ReclaimIdle, SweepEvery, event_bus, work_queue
 

@@ -14,8 +14,8 @@ from urllib.parse import parse_qsl
 
 from ..bindings.sse import KEEPALIVE
 from ..errors import A2AError, InternalError
+from ..httpd import DISCONNECT_EXTENSION
 from ..types import StreamResponse
-from ._h1 import DISCONNECT_EXTENSION
 from .dispatch import TaskStream
 
 __all__ = [
@@ -204,7 +204,7 @@ def _watch_disconnect(
     """Call ``on_disconnect`` once the client has gone; returns what stops watching.
 
     peerwire's HTTP server offers the ``peerwire.disconnect`` scope extension for this
-    (``_h1.DISCONNECT_EXTENSION``): no task per stream."""
+    (``peerwire.httpd.DISCONNECT_EXTENSION``): no task per stream."""
     watch = scope.get("extensions", {}).get(DISCONNECT_EXTENSION)
     if watch is not None:
         return watch(on_disconnect)  # type: ignore[no-any-return]

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from ..httpd import ServerTLS
 from ..types import AgentCard, AgentInterface, Binding
 from .agent import Agent
 from .asgi import A2AApp
@@ -22,7 +23,6 @@ from .push_configs import PushConfigPolicy
 from .runner import Runner
 from .ssrf import WebhookGuard
 from .stores import TaskStore, open_store
-from .tls import ServerTLS
 
 if TYPE_CHECKING:
     from ..security import Authenticator, CardSigner, Principal, Verifier
@@ -318,7 +318,7 @@ def serve(
     carry the client certificate in the ASGI TLS extension for ``MTLSVerifier``.
     ``log_level`` is the level of the ``peerwire`` loggers.
     """
-    from .http_server import CannotListenError, HTTPServer
+    from ..httpd import CannotListenError, HTTPServer
 
     if public_url is None:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host

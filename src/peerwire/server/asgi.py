@@ -2,7 +2,7 @@
 
 Raw ASGI on purpose: measured here, Starlette's routing and the task group it adds to every
 stream cost 30-50% of throughput. Routing is a dict lookup on the path; everything A2A happens
-in the dispatcher. ``serve`` runs it on peerwire's own HTTP server (``http_server.py``); any
+in the dispatcher. ``serve`` runs it on peerwire's own HTTP server (``peerwire.httpd``); any
 ASGI server can run it too (it speaks the lifespan protocol), or it can be mounted inside a
 Starlette/FastAPI application (enter ``app.lifespan()`` from the host's lifespan then).
 """

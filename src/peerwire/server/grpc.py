@@ -35,12 +35,12 @@ from ..bindings.grpc.convert import from_bytes, to_bytes
 from ..bindings.grpc.service import RPCS, SERVICE, Rpc
 from ..bindings.grpc.status import DETAILS_KEY, encode_status
 from ..errors import A2AError, InternalError
+from ..httpd import ServerTLS
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
 from ..security.credentials import PeerCertificate, RequestCredentials
 from ..types import Encoded, Model
 from ._authn import challenge_headers
 from .dispatch import CallContext, Dispatcher, TaskStream
-from .tls import ServerTLS
 
 if TYPE_CHECKING:
     from ..security import Authenticator, Principal

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx
 
+from ..httpd import ServerTLS
 from ..server import A2AApp, Agent, create_app
-from ..server.tls import ServerTLS
 
 if TYPE_CHECKING:
-    from ..server.http_server import HTTPServer
+    from ..httpd import HTTPServer
 
 __all__ = ["AppSource", "in_process", "live_server"]
 
@@ -52,7 +52,7 @@ async def live_server(
     fixture alike.
     """
     # The "server" extra, imported here so that peerwire.testing imports without it.
-    from ..server.http_server import HTTPServer
+    from ..httpd import HTTPServer
 
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and
     # accepted connections inherit it; without it each response waits ~40 ms on Nagle.

@@ -1,6 +1,6 @@
 """HTTP/1.1 for an ASGI application: one asyncio protocol per connection, httptools parsing.
 
-peerwire's own thin HTTP server (``http_server.py`` listens and shuts down; this module is a
+peerwire's own thin HTTP server (``server.py`` listens and shuts down; this module is a
 connection). Measured on the bench (docs/PERFORMANCE.md), uvicorn's protocol cost about a
 third of a GetTask; this one does only what serving an ASGI ``http`` app takes:
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from peerwire import Agent, Message, TaskContext
+from peerwire.httpd import CannotListenError, HTTPServer
 from peerwire.server import create_app
 from peerwire.server.asgi import A2AApp
-from peerwire.server.http_server import CannotListenError, HTTPServer
 
 TIMEOUT_S = 10.0
 

@@ -1,7 +1,7 @@
 """peerwire's HTTP server: it listens, runs the app's lifespan, and shuts down in the order an
 A2A server needs.
 
-Connections are ``_h1.H1Connection`` (HTTP/1.1 on httptools). The shutdown order: stop
+Connections are ``_connection.H1Connection`` (HTTP/1.1 on httptools). The shutdown order: stop
 accepting; drain the runner (working tasks get the shutdown grace to finish, then fail, and
 the callers blocked on them or following their streams get that outcome), while idle
 connections close at once and busy ones close after their answer; give those answers
@@ -24,7 +24,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from ._h1 import ConnectionSet, H1Connection
+from ._connection import ConnectionSet, H1Connection
 
 __all__ = ["CannotListenError", "HTTPServer", "ServedApp"]
 
