@@ -22,36 +22,32 @@ run (exit 1).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import ipaddress
 import json
 import os
 import shlex
-import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))  # run as a script: bench/ is on the path, the checkout is not
+
+from bench.harness.loopback import is_loopback  # noqa: E402
+from bench.harness.proc import pinned, wait_for_quiet  # noqa: E402
+from bench.harness.targets import Target  # noqa: E402
+
 SDK_ENV = ROOT / "tests" / "interop" / "sdk_env.py"
-CARD_PATH = "/.well-known/agent-card.json"
 DEFAULT_SERVER = (
     f"env PYTHONPATH={shlex.quote(str(ROOT))} {shlex.quote(str(Path(sys.executable).parent))}"
     "/peerwire serve bench.echo_agent:agent --store memory --no-grpc --port {port}"
 )
 CLIENTS = ("peerwire", "sdk", "sdk-notrace")
 START_TIMEOUT_S = 30.0
-CLK = os.sysconf("SC_CLK_TCK")
 
 # key, label, True if higher is better (None: informational)
 ROWS: list[tuple[str, str, bool | None]] = [
@@ -63,92 +59,6 @@ ROWS: list[tuple[str, str, bool | None]] = [
     ("other_cpu_pct", "    other processes CPU % (noise)", None),
     ("bad_total", "    bad replies (warm-up and drain too)", False),
 ]
-
-
-# ---------------------------------------------------------------- the server
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def pinned(cpus: str) -> list[str]:
-    return ["taskset", "-c", cpus] if cpus and shutil.which("taskset") else []
-
-
-@dataclass
-class Server:
-    """One fresh server process (its own session, so the whole group is stopped)."""
-
-    command: str
-    cpus: str
-    url: str = ""
-    proc: subprocess.Popen[bytes] | None = None
-    log: Path | None = None
-
-    def __enter__(self) -> Server:
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        fd, log = tempfile.mkstemp(prefix="peerwire-client-bench-", suffix=".log")
-        self.log = Path(log)
-        # exec: the process we start (after taskset) is the server itself, so its pid is the
-        # one whose CPU the load generator reads.
-        command = ["bash", "-c", "exec " + self.command.replace("{port}", str(port))]
-        self.proc = subprocess.Popen(
-            pinned(self.cpus) + command,
-            stdout=fd,
-            stderr=fd,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        os.close(fd)
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def _wait_ready(self) -> None:
-        assert self.proc is not None
-        deadline = time.monotonic() + START_TIMEOUT_S
-        last: Exception | None = None
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited ({self.proc.returncode}):\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(self.url + CARD_PATH, timeout=2) as reply:
-                    json.load(reply)
-                return
-            except OSError as exc:
-                last = exc
-                time.sleep(0.1)
-        raise RuntimeError(f"no agent card at {self.url} after {START_TIMEOUT_S} s ({last})")
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
-
-    def log_tail(self, lines: int = 20) -> str:
-        if self.log is None or not self.log.exists():
-            return ""
-        return "".join(self.log.read_text(errors="replace").splitlines(True)[-lines:])
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
-            self.proc = None
-        if self.log is not None:
-            self.log.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------- the load generators
@@ -195,22 +105,6 @@ def run_load(
     report: dict[str, Any] = json.loads(lines[-1])
     report["calls_per_client_cpu_s"] = report["ok"] / max(report["client_cpu_s"], 1e-9)
     return report
-
-
-def wait_for_quiet(seconds: float, threshold_pct: float) -> None:
-    """Give other work on the box up to ``seconds`` to settle before a measured run."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        before, t0 = _machine_busy_s(), time.perf_counter()
-        time.sleep(1.0)
-        if (_machine_busy_s() - before) / (time.perf_counter() - t0) * 100 <= threshold_pct:
-            return
-
-
-def _machine_busy_s() -> float:
-    with open("/proc/stat") as fh:
-        ticks = [int(x) for x in fh.readline().split()[1:]]
-    return (sum(ticks[:8]) - ticks[3] - ticks[4]) / CLK
 
 
 # ---------------------------------------------------------------- the run and its table
@@ -264,13 +158,6 @@ def table(results: Results, names: list[str], baseline: str, concurrency: int) -
     return "\n".join(out)
 
 
-def _is_loopback_ip(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -291,10 +178,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--quiet-threshold", type=float, default=15.0, help="busy %% seen as idle")
     ap.add_argument("--json", help="write the raw results here")
     a = ap.parse_args(argv)
-    if a.url:
-        host = urllib.parse.urlsplit(a.url).hostname or ""
-        if host != "localhost" and not _is_loopback_ip(host):
-            ap.error(f"refusing non-loopback --url {a.url!r}")
+    if a.url and not is_loopback(a.url):
+        ap.error(f"refusing non-loopback --url {a.url!r}")
     a.client_names = [n.strip() for n in a.clients.split(",") if n.strip()]
     unknown = [n for n in a.client_names if n not in CLIENTS]
     if unknown or not a.client_names:
@@ -321,14 +206,18 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            with contextlib.ExitStack() as stack:
-                if a.url:
-                    url, pid = a.url, None
-                else:
-                    server = stack.enter_context(Server(a.server, a.server_cpus))
-                    url, pid = server.url, server.pid
+            if a.url:
+                url, pid, server = a.url, None, None
+            else:
+                server = Target("server", a.server)
+                server.start(a.server_cpus, START_TIMEOUT_S)
+                url, pid = server.base, server.pid
+            try:
                 wait_for_quiet(a.quiet_wait, a.quiet_threshold)
                 results.add(name, run_load(name, pythons[name], url, pid, a))
+            finally:
+                if server is not None:
+                    server.stop()
     print()
     print(table(results, a.client_names, a.baseline, a.concurrency))
     versions = {n: results.runs[n][0]["version"] for n in a.client_names}

@@ -1,4 +1,4 @@
-"""The benchmark agent, following the bench contract of ``../shared/bench/README.md``.
+"""The benchmark agent, following the bench contract of bench/README.md.
 
 SendMessage echoes the text as one artifact (submitted -> working -> artifact -> completed);
 ``message.metadata.chunks = N`` sends the artifact as N appended chunks instead.

@@ -3,7 +3,7 @@
     python3 bench/micro_asgi_vs_starlette.py              # scenarios a, l, b; ~3 min
     python3 bench/micro_asgi_vs_starlette.py --repeat 3   # any further harness option
 
-Runs the shared harness (pinning, validation, noise column) on three variants of
+Runs the bench harness (bench/run.sh: pinning, validation, noise column) on three variants of
 micro_servers.py, all the same peerwire dispatcher behind uvicorn: ``raw`` (minimal raw ASGI),
 ``starlette`` (Starlette Route, Request and Response) and ``peerwire`` (A2AApp as shipped).
 The ratios starlette/raw are what Starlette would cost per request. The servers run in the

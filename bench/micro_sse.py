@@ -3,7 +3,7 @@
     python3 bench/micro_sse.py              # scenario c (N=20 chunks: 23 events); ~2 min
     python3 bench/micro_sse.py --repeat 3   # any further harness option
 
-Runs the shared harness's stream scenario (wrk counting events, then 200 streams validated
+Runs the bench harness's stream scenario (wrk counting events, then 200 streams validated
 with httpx) on four variants of micro_servers.py, all the same peerwire dispatcher behind
 uvicorn: ``raw`` (our framing in raw ASGI), ``starlette`` (our frames in Starlette's
 StreamingResponse), ``sse-starlette`` (EventSourceResponse, as the a2a-sdk streams) and

@@ -58,9 +58,10 @@ def median(values: Sequence[Any]) -> float | None:
 
 
 def harness_baseline(harness: Mapping[str, Any]) -> str:
-    """The baseline a2a_bench.py used: --baseline, else "floor" if present, else the first."""
+    """The baseline the harness used: as it wrote it down, else (older files) --baseline,
+    else "floor" if present, else the first target."""
     names = list(harness["results"])
-    chosen = harness.get("args", {}).get("baseline")
+    chosen = harness.get("baseline") or harness.get("args", {}).get("baseline")
     if chosen:
         return str(chosen)
     return "floor" if "floor" in names else names[0]
@@ -160,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--bench", type=Path, help="a2a_bench.py --json output (bench/run.sh --json)")
+    ap.add_argument("--bench", type=Path, help="the harness's --json output (bench/run.sh --json)")
     ap.add_argument("--client", type=Path, help="client_bench.py --json output")
     ap.add_argument("--against", help="server target the ratios are taken against")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)

@@ -504,3 +504,31 @@ def test_all_is_complete_and_importable() -> None:
 
 def _error_info(reason: str) -> dict[str, Any]:
     return {"@type": ERROR_INFO_TYPE, "reason": reason, "domain": ERROR_DOMAIN}
+
+
+# --- bounded texts ------------------------------------------------------------------------------
+
+
+def test_every_text_an_error_carries_on_the_wire_is_bounded() -> None:
+    limit = errors.MAX_ERROR_TEXT
+    err = errors.InvalidParamsError(
+        "m" * (limit + 1),
+        metadata={"k" * 1000: "v" * 1000, "short": "ok"},
+        field_violations=[errors.FieldViolation("f" * 1000, "d" * 1000)],
+    )
+    _, message = errors.grpc_status_of(err)
+    _, rest = errors.to_rest_error(err)
+    texts = [message, errors.to_jsonrpc_error(err)["message"], rest["error"]["message"]]
+    details = errors.error_details(err)
+    texts += [*details[0]["metadata"], *details[0]["metadata"].values()]
+    texts += list(details[1]["fieldViolations"][0].values())
+    assert all(len(text) <= limit for text in texts)
+    assert message == "m" * (limit - 1) + "…"
+    assert details[0]["metadata"]["short"] == "ok"  # short texts are kept as they are
+    assert err.message == "m" * (limit + 1)  # the error itself keeps all of it
+
+
+def test_bounded_text_cuts_with_an_ellipsis() -> None:
+    assert errors.bounded_text("abcdef", 4) == "abc…"
+    assert errors.bounded_text("abcd", 4) == "abcd"
+    assert errors.wire_message(errors.TaskNotFoundError("x" * 9), 5) == "xxxx…"

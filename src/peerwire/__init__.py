@@ -15,7 +15,7 @@ Serve it with ``peerwire serve module:agent`` (or ``peerwire.serve(agent)``).
 
 from . import errors, types
 from .client import Client
-from .server import Agent, AgentExecutor, TaskContext, create_app, serve
+from .server import Agent, AgentExecutor, Caller, TaskContext, create_app, serve
 from .types import (
     AgentCard,
     Artifact,
@@ -35,6 +35,7 @@ __all__ = [
     "AgentCard",
     "AgentExecutor",
     "Artifact",
+    "Caller",
     "Client",
     "Message",
     "Part",
@@ -52,4 +53,5 @@ __all__ = [
     "types",
 ]
 
-__version__ = "0.1.0"
+# The one place the version is written: hatch reads it from here for the package metadata.
+__version__ = "0.2.0"

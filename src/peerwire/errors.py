@@ -10,6 +10,7 @@ Tree (``*`` = has its own row in the wire table, ``_WIRE_TABLE``; others travel 
     │   ├── InvalidParamsError *
     │   ├── InternalError *
     │   │   └── ServerBusyError *                 at its cap or shutting down; retry later
+    │   │       └── StreamEndedError *            a stream ended before its task closed
     │   ├── TaskNotFoundError *                   A2A errors (facts §7.2, 1.0.1 mapping)
     │   ├── TaskNotCancelableError *
     │   ├── PushNotificationNotSupportedError *
@@ -26,7 +27,7 @@ Tree (``*`` = has its own row in the wire table, ``_WIRE_TABLE``; others travel 
     │   └── UnknownA2AError                       decoded but unclassifiable; keeps its wire info
     ├── ClientError                       client side, never sent by a server: .message .url
     │   ├── A2AConnectionError                    server unreachable (also builtin ConnectionError)
-    │   ├── A2ATimeoutError                       no answer in time (also builtin TimeoutError)
+    │   ├── A2ATimeoutError                       no answer in time (also TimeoutError): .task_id
     │   ├── InvalidAgentCardError                 agent card missing, malformed or unusable
     │   ├── CardSignatureError                    agent card JWS signature missing or invalid
     │   └── InvalidResponseError                  server answered something that is not valid A2A
@@ -51,6 +52,12 @@ Decisions worth knowing when coding against this module:
   what was seen. A REST 404 whose body is not an A2A error document decodes as
   ``MethodNotFoundError`` (the URL hit no A2A route), not ``TaskNotFoundError``, so
   ``except TaskNotFoundError`` cannot mask a wrong URL. JSON-RPC errors classify by code first.
+* peerwire's own errors (only ``StreamEndedError``) carry their ErrorInfo in the domain
+  ``peerwire.dev`` (``PEERWIRE_ERROR_DOMAIN``), so their reasons cannot collide with A2A's or
+  another server's. A reason of a peerwire domain class is honoured only in that domain (the
+  same reason from another domain classifies by its status); A2A reasons are honoured in any
+  domain. A peer that does not know the reason still sees what it travels as: its parent's
+  code and status (a temporary ``ServerBusyError``).
 * ErrorInfo metadata is ``map<string,string>``: constructors reject non-string values, decoders
   stringify scalars and drop the rest.
 """
@@ -68,6 +75,8 @@ __all__ = [
     "BAD_REQUEST_TYPE",
     "ERROR_DOMAIN",
     "ERROR_INFO_TYPE",
+    "MAX_ERROR_TEXT",
+    "PEERWIRE_ERROR_DOMAIN",
     "A2AConnectionError",
     "A2AError",
     "A2ATimeoutError",
@@ -91,6 +100,7 @@ __all__ = [
     "PermissionDeniedError",
     "PushNotificationNotSupportedError",
     "ServerBusyError",
+    "StreamEndedError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnknownA2AError",
@@ -98,6 +108,7 @@ __all__ = [
     "VersionConflictError",
     "VersionNotSupportedError",
     "WireInfo",
+    "bounded_text",
     "error_details",
     "error_for_reason",
     "from_grpc_status",
@@ -107,11 +118,19 @@ __all__ = [
     "to_jsonrpc_error",
     "to_rest_error",
     "wire_info",
+    "wire_message",
 ]
 
 ERROR_DOMAIN = "a2a-protocol.org"
+PEERWIRE_ERROR_DOMAIN = "peerwire.dev"
+"""The ErrorInfo domain of peerwire's own errors (``StreamEndedError``), apart from A2A's."""
 ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
+MAX_ERROR_TEXT = 512
+"""The longest text an encoded error carries: its message, each ErrorInfo metadata key and
+value, each field violation's field and description. Longer ones are cut, ending in "…".
+Messages quote the input they refuse, and gRPC sends them in trailers, which a default client
+refuses beyond 8 KiB (RESOURCE_EXHAUSTED instead of the error)."""
 
 # name -> (number, HTTP status): gRPC's canonical codes and google.rpc's HTTP mapping of them.
 _GRPC_CANONICAL: dict[str, tuple[int, int]] = {
@@ -259,6 +278,55 @@ class ServerBusyError(InternalError):
     """
 
     default_message = "The server is busy; retry later"
+
+
+class StreamEndedError(ServerBusyError):
+    """The server ended a stream before its task reached a closing state: it is shutting
+    down (``cause`` ``"shutdown"``) or lost the source of the task's events (``"outage"``).
+
+    The task is not over: follow it again with SubscribeToTask (``Client.subscribe(task_id)``),
+    once the server is back or at another replica. Sent as a stream's last event (on gRPC its
+    closing status), it travels as its parent, a temporary ``ServerBusyError`` (JSON-RPC
+    -32603, HTTP 503, gRPC UNAVAILABLE), told apart by its ErrorInfo: reason
+    ``STREAM_ENDED``, domain ``peerwire.dev``, metadata ``taskId`` and ``cause``.
+    """
+
+    default_message = "The server ended the stream before its task reached a closing state"
+    domain = PEERWIRE_ERROR_DOMAIN
+    SHUTDOWN: ClassVar[str] = "shutdown"
+    OUTAGE: ClassVar[str] = "outage"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        task_id: str | None = None,
+        cause: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        field_violations: Iterable[FieldViolation] = (),
+    ) -> None:
+        facts = dict(metadata or {})
+        if task_id is not None:
+            facts["taskId"] = task_id
+        if cause is not None:
+            facts["cause"] = cause
+        if message is None and facts.get("taskId"):
+            why = f" ({facts['cause']})" if facts.get("cause") else ""
+            message = (
+                f"The server ended the stream of task {facts['taskId']}{why} before the task "
+                "reached a closing state; subscribe to the task again to follow it"
+            )
+        super().__init__(message, metadata=facts, field_violations=field_violations)
+
+    @property
+    def task_id(self) -> str:
+        """The task whose stream ended (``""`` if the server did not say)."""
+        return self.metadata.get("taskId", "")
+
+    @property
+    def cause(self) -> str:
+        """Why: ``"shutdown"``, ``"outage"`` (``""`` if the server did not say)."""
+        return self.metadata.get("cause", "")
 
 
 class TaskNotFoundError(A2AError):
@@ -439,7 +507,19 @@ class A2AConnectionError(ClientError, ConnectionError):
 
 
 class A2ATimeoutError(ClientError, TimeoutError):
-    """The server did not answer in time."""
+    """The server did not answer in time.
+
+    ``task_id`` is the task the call was following, when the client knows it: a stream or
+    subscription that had received its task, or a message continuing a task (``task_id=``).
+    The task may still be running; ``Client.subscribe(task_id)`` or ``get_task`` follow it.
+    It is ``None`` when the agent said no task id before the time was up: a blocking send of
+    a new message learns the id from the answer only (``Client.stream`` learns it from the
+    first event, ``return_immediately=True`` at once).
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, task_id: str | None = None) -> None:
+        super().__init__(message, url=url)
+        self.task_id: str | None = task_id
 
 
 class InvalidAgentCardError(ClientError):
@@ -493,6 +573,7 @@ _WIRE_TABLE: dict[type[A2AError], WireInfo] = {
     InvalidParamsError: _row(-32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
     InternalError: _row(-32603, 500, "INTERNAL", "INTERNAL_ERROR"),
     ServerBusyError: _row(-32603, 503, "UNAVAILABLE", "UNAVAILABLE"),
+    StreamEndedError: _row(-32603, 503, "UNAVAILABLE", "STREAM_ENDED"),
     TaskNotFoundError: _row(-32001, 404, "NOT_FOUND", "TASK_NOT_FOUND"),
     TaskNotCancelableError: _row(-32002, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"),
     PushNotificationNotSupportedError: _row(
@@ -555,27 +636,51 @@ def wire_info(err_or_cls: A2AError | type[A2AError]) -> WireInfo:
     return _WIRE_TABLE[InternalError]
 
 
-def error_for_reason(reason: str) -> type[A2AError] | None:
-    """The class whose ErrorInfo reason is ``reason`` (exact match), or None."""
-    return _BY_REASON.get(reason)
+def error_for_reason(reason: str, domain: str = ERROR_DOMAIN) -> type[A2AError] | None:
+    """The class whose ErrorInfo reason is ``reason`` (exact match) in ``domain``, or None.
+
+    A2A's reasons match in any domain (servers do not all spell theirs alike); the reason of
+    a class with a domain of its own (peerwire's) only in that domain.
+    """
+    cls = _BY_REASON.get(reason)
+    if cls is not None and cls.domain != ERROR_DOMAIN and cls.domain != domain:
+        return None
+    return cls
 
 
 # --- encoding ---------------------------------------------------------------------------------
 
 
-def error_details(err: A2AError) -> list[dict[str, Any]]:
+def bounded_text(text: str, limit: int = MAX_ERROR_TEXT) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in "…" when it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def wire_message(err: A2AError, limit: int = MAX_ERROR_TEXT) -> str:
+    """The message of ``err`` as it travels: at most ``limit`` characters."""
+    return bounded_text(err.message, limit)
+
+
+def error_details(err: A2AError, limit: int = MAX_ERROR_TEXT) -> list[dict[str, Any]]:
     """The typed detail objects (ProtoJSON ``Any`` form) shared by all three bindings:
-    an ErrorInfo, then a BadRequest when there are field violations."""
+    an ErrorInfo, then a BadRequest when there are field violations. Every text is at most
+    ``limit`` characters long."""
     details: list[dict[str, Any]] = []
     reason = wire_info(err).reason
     if reason:
         info: dict[str, Any] = {"@type": ERROR_INFO_TYPE, "reason": reason, "domain": err.domain}
         if err.metadata:
-            info["metadata"] = dict(err.metadata)
+            info["metadata"] = {
+                bounded_text(k, limit): bounded_text(v, limit) for k, v in err.metadata.items()
+            }
         details.append(info)
     if err.field_violations:
         violations = [
-            {"field": v.field, "description": v.description} for v in err.field_violations
+            {
+                "field": bounded_text(v.field, limit),
+                "description": bounded_text(v.description, limit),
+            }
+            for v in err.field_violations
         ]
         details.append({"@type": BAD_REQUEST_TYPE, "fieldViolations": violations})
     return details
@@ -590,7 +695,7 @@ def to_jsonrpc_error(err: A2AError) -> dict[str, Any]:
             f"{type(err).__name__} has no JSON-RPC code; the JSON-RPC binding must answer it "
             f"at HTTP level with status {info.http_status}"
         )
-    obj: dict[str, Any] = {"code": info.jsonrpc_code, "message": err.message}
+    obj: dict[str, Any] = {"code": info.jsonrpc_code, "message": wire_message(err)}
     details = error_details(err)
     if details:
         obj["data"] = details
@@ -603,7 +708,7 @@ def to_rest_error(err: A2AError) -> tuple[int, dict[str, Any]]:
     status: dict[str, Any] = {
         "code": info.http_status,
         "status": info.grpc_status,
-        "message": err.message,
+        "message": wire_message(err),
     }
     details = error_details(err)
     if details:
@@ -613,7 +718,7 @@ def to_rest_error(err: A2AError) -> tuple[int, dict[str, Any]]:
 
 def grpc_status_of(err: A2AError) -> tuple[int, str]:
     """The gRPC status code number and message; pack ``error_details(err)`` as the details."""
-    return wire_info(err).grpc_code, err.message
+    return wire_info(err).grpc_code, wire_message(err)
 
 
 # --- decoding ---------------------------------------------------------------------------------
@@ -646,7 +751,7 @@ def _parse_details(raw: object) -> _Details:
         for violation in _parse_violations(item)
     )
     # Prefer an ErrorInfo we can classify, and the A2A domain over foreign ones.
-    infos.sort(key=lambda i: (i.get("reason") not in _BY_REASON, i.get("domain") != ERROR_DOMAIN))
+    infos.sort(key=lambda i: (_unclassifiable(i), i.get("domain") != ERROR_DOMAIN))
     if not infos:
         return _Details(violations=violations)
     info = infos[0]
@@ -658,6 +763,13 @@ def _parse_details(raw: object) -> _Details:
         metadata=_string_map(info.get("metadata")),
         violations=violations,
     )
+
+
+def _unclassifiable(info: Mapping[Any, Any]) -> bool:
+    reason, domain = info.get("reason"), info.get("domain")
+    if not isinstance(reason, str):
+        return True
+    return error_for_reason(reason, domain if isinstance(domain, str) else ERROR_DOMAIN) is None
 
 
 def _has_type(item: Mapping[Any, Any], name: str) -> bool:
@@ -693,10 +805,11 @@ def _string_map(raw: object, exclude: Iterable[str] = ()) -> dict[str, str]:
 
 
 def _classify(
-    reason: str, grpc_status: str | None, http_status: int | None, a2a_body: bool = True
+    details: _Details, grpc_status: str | None, http_status: int | None, a2a_body: bool = True
 ) -> type[A2AError] | None:
-    if reason in _BY_REASON:
-        return _BY_REASON[reason]
+    by_reason = error_for_reason(details.reason, details.domain) if details.reason else None
+    if by_reason is not None:
+        return by_reason
     if http_status in _BY_LEGACY_HTTP_STATUS:
         return _BY_LEGACY_HTTP_STATUS[http_status]
     if grpc_status is not None:
@@ -752,10 +865,10 @@ def from_jsonrpc_error(obj: object) -> A2AError:
         details = _Details(metadata=_string_map(data))
     jsonrpc_code = code if _is_int(code) else None
     cls = _BY_JSONRPC_CODE.get(jsonrpc_code) if jsonrpc_code is not None else None
-    refined = error_for_reason(details.reason) if details.reason else None
+    refined = error_for_reason(details.reason, details.domain) if details.reason else None
     if cls is not None and refined is not None and issubclass(refined, cls):
         cls = refined  # a code shared by a subclass (-32603: ServerBusyError) is told by its reason
-    cls = cls or _classify(details.reason, None, None)
+    cls = cls or _classify(details, None, None)
     message = _text(obj.get("message"))
     if cls is None and message is None:
         message = f"JSON-RPC error with unknown code {code!r}"
@@ -780,7 +893,7 @@ def from_rest_error(http_status: int, body: object) -> A2AError:
         grpc_status = status.get("status")
         details = _parse_details(status.get("details"))
         cls = _classify(
-            details.reason,
+            details,
             grpc_status if grpc_status in _GRPC_CANONICAL else None,
             http_status,
         )
@@ -793,10 +906,10 @@ def from_rest_error(http_status: int, body: object) -> A2AError:
                 document, exclude=("type", "title", "status", "detail", "instance")
             ),
         )
-        cls = _classify(details.reason, None, http_status)
+        cls = _classify(details, None, http_status)
         message = _text(document.get("detail")) or _text(document.get("title"))
         return _build(cls, message, details, http_status=http_status)
-    cls = _classify("", None, http_status, a2a_body=False)
+    cls = _classify(_Details(), None, http_status, a2a_body=False)
     plain = _plain_message(document)
     message = f"HTTP {http_status} without an A2A error body: {plain or _excerpt(body)}"
     if cls is MethodNotFoundError:
@@ -810,7 +923,7 @@ def from_grpc_status(
     """Decode a gRPC status; ``details`` are the status details decoded to ProtoJSON-style dicts."""
     grpc_status = _GRPC_NAME_BY_NUMBER.get(code) if _is_int(code) else None
     parsed = _parse_details(list(details) if isinstance(details, Iterable) else [])
-    cls = _classify(parsed.reason, grpc_status, None)
+    cls = _classify(parsed, grpc_status, None)
     text = _text(message)
     if cls is None and text is None:
         text = f"gRPC status {grpc_status or code!r} without a message"

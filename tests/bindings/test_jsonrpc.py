@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from peerwire import errors
 from peerwire.bindings import jsonrpc
 from peerwire.errors import (
     InvalidParamsError,
@@ -113,6 +114,40 @@ def test_absent_or_null_params_mean_an_empty_request(params: Any) -> None:
             "params.id",
         ),
         (body(jsonrpc="2.0", id=1, method="GetTask", params=[1]), InvalidParamsError, "params"),
+        # What fuzzing found: each of these once escaped as a 500 with a traceback.
+        (b'{"jsonrpc":1,', JSONParseError, "truncated"),
+        (b'{"jsonrpc":1}x', JSONParseError, "trailing"),
+        (b'{"jsonrpc":1}', InvalidRequestError, '"method" is missing'),
+        (b'{"id":1e999}', InvalidRequestError, '"method" is missing'),
+        (
+            b'{"jsonrpc":"2.0","id":1e999,"method":"GetTask"}',
+            InvalidRequestError,
+            "string or an integer",
+        ),
+        (b'{"jsonrpc":"2.0","id":"\xff","method":"GetTask"}', JSONParseError, "UTF-8"),
+        (b'{"jsonrpc":1,"id":"\xff"}', JSONParseError, "UTF-8"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"GetTask","x":"\xff"}', JSONParseError, "UTF-8"),
+        (b'{"jsonrpc":"2.0","id":"\\ud800","method":"GetTask"}', JSONParseError, "Invalid JSON"),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"\\udc00x"}}',
+            JSONParseError,
+            "Invalid JSON",
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t","historyLength":1e999}}',
+            JSONParseError,
+            "out of range",
+        ),
+        (b"", JSONParseError, "Invalid JSON"),
+        (b"  ", JSONParseError, "Invalid JSON"),
+        (b"[" * 1000 + b"]" * 1000, JSONParseError, "more than 32 levels"),
+        (b"[" * 100_000, JSONParseError, "more than 32 levels"),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":%b}'
+            % (b'{"a":' * 5000 + b"1" + b"}" * 5000),
+            JSONParseError,
+            "more than 32 levels",
+        ),
     ],
 )
 def test_what_is_not_a_request(raw: bytes, error: type[Exception], words: str) -> None:
@@ -133,10 +168,66 @@ def test_what_is_not_a_request(raw: bytes, error: type[Exception], words: str) -
         body(jsonrpc="2.0", id=1.5),
         body(jsonrpc="2.0", id=True),
         body(jsonrpc="2.0", id=[1]),
+        b'{"id":1e999}',
+        b'{"id":"\xff"}',
+        b'{"id":1,' + b"[" * 5000,
+        b"[" * 100_000,
     ],
 )
 def test_an_unusable_id_is_null(raw: bytes) -> None:
     assert jsonrpc.request_id_of(raw) == b"null"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":1e999}}',
+        b'{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"t","historyLength":1e999}}',
+        b'{"jsonrpc":1,"id":7}',
+    ],
+)
+def test_the_id_of_a_request_with_a_bad_member_is_still_echoed(raw: bytes) -> None:
+    assert jsonrpc.request_id_of(raw) == b"7"
+
+
+def test_a_parse_error_is_answered_with_a_null_id() -> None:
+    raw = b'{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":1e999}}'
+    with pytest.raises(JSONParseError) as caught:
+        jsonrpc.decode_request(raw)
+    assert jsonrpc.error_id(raw, caught.value) == b"null"
+    refused = body(jsonrpc="2.0", id=7, method="Nope")
+    assert jsonrpc.error_id(refused, MethodNotFoundError()) == b"7"
+
+
+def test_a_member_given_twice_counts_once_with_its_last_value() -> None:
+    raw = b'{"jsonrpc":"2.0","id":1,"id":2,"method":"GetTask","params":{"id":"a","id":"b"}}'
+    request = jsonrpc.decode_request(raw)
+    assert (request.id, request.params.id) == (b"2", "b")
+    assert jsonrpc.request_id_of(raw) == b"2"
+
+
+def test_nesting_up_to_the_bound_is_a_request() -> None:
+    data = b"[" * 27 + b"1" + b"]" * 27  # at the bound, under 5 levels of envelope and message
+    raw = (
+        b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m",'
+        b'"role":"ROLE_USER","parts":[{"data":%b}]}}}' % data
+    )
+    request = jsonrpc.decode_request(raw)
+    assert request.params.message.parts[0].data == json.loads(data)
+    with pytest.raises(JSONParseError, match="32 levels"):
+        jsonrpc.decode_request(raw.replace(data, b"[" + data + b"]"))
+
+
+def test_an_error_echoing_huge_input_is_bounded() -> None:
+    with pytest.raises(MethodNotFoundError) as caught:
+        jsonrpc.decode_request(body(jsonrpc="2.0", id=1, method="x" * 100_000))
+    answer = json.loads(jsonrpc.encode_error(b"1", caught.value))
+    assert len(answer["error"]["message"]) == errors.MAX_ERROR_TEXT
+    assert answer["error"]["message"].endswith("…")
+    refused = errors.AuthenticationError("y" * 10_000, metadata={"k": "z" * 10_000})
+    answer = json.loads(jsonrpc.encode_error(b"1", refused))  # answered at HTTP level
+    assert len(answer["error"]["message"]) == errors.MAX_ERROR_TEXT
+    assert len(answer["error"]["data"][0]["metadata"]["k"]) == errors.MAX_ERROR_TEXT
 
 
 def test_encode_a_result() -> None:

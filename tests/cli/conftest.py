@@ -9,7 +9,7 @@ separately (test_demo.py, test_subscribe.py).
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
 import anyio
@@ -18,9 +18,11 @@ from typer.testing import CliRunner
 
 from peerwire import Agent, Message, Role
 from peerwire.cli import app
+from peerwire.samples.glossary import agent as glossary_agent
 from peerwire.testing import live_server
 from peerwire.types import Part
-from samples.glossary import agent as glossary_agent
+
+from ._secured import ledger_agent, ledger_auth, vault_agent, vault_auth, vault_extended_card
 
 SHUTDOWN_GRACE_S = 1.0
 CLI_TIMEOUT = "30"
@@ -35,11 +37,19 @@ class Ran:
     err: str
 
 
-async def invoke(*args: str) -> Ran:
-    """Run ``peerwire ARGS`` in process (in a worker thread, see the module docstring)."""
+# The variables the commands read: unset in every test unless it sets them, so that a
+# developer's own do not leak in.
+PEERWIRE_VARIABLES = ("PEERWIRE_BEARER", "PEERWIRE_API_KEY", "PEERWIRE_HEADERS", "PEERWIRE_DEBUG")
+
+
+async def invoke(*args: str, env: Mapping[str, str] | None = None) -> Ran:
+    """Run ``peerwire ARGS`` in process (in a worker thread, see the module docstring), with
+    the environment variables ``env`` set."""
     runner = CliRunner()
+    environment: dict[str, str | None] = dict.fromkeys(PEERWIRE_VARIABLES)
+    environment.update(env or {})
     result = await anyio.to_thread.run_sync(
-        functools.partial(runner.invoke, app, list(args), catch_exceptions=True)
+        functools.partial(runner.invoke, app, list(args), env=environment, catch_exceptions=True)
     )
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError(f"peerwire {' '.join(args)} raised") from result.exception
@@ -91,4 +101,26 @@ async def glossary_url() -> AsyncIterator[str]:
 async def parts_url() -> AsyncIterator[str]:
     """The Parts Agent, over JSON-RPC and REST only (no gRPC in its card)."""
     async with live_server(build_parts_agent(), shutdown_grace=SHUTDOWN_GRACE_S) as url:
+        yield url
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def vault_url() -> AsyncIterator[str]:
+    """The Vault Agent (bearer token or API key; see _secured.py), on all three bindings."""
+    async with live_server(
+        vault_agent(),
+        grpc_port=0,
+        auth=vault_auth(),
+        extended_card=vault_extended_card,
+        shutdown_grace=SHUTDOWN_GRACE_S,
+    ) as url:
+        yield url
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def ledger_url() -> AsyncIterator[str]:
+    """The Ledger Agent: an API key in the query string, no streaming (see _secured.py)."""
+    async with live_server(
+        ledger_agent(), auth=ledger_auth(), shutdown_grace=SHUTDOWN_GRACE_S
+    ) as url:
         yield url

@@ -1,4 +1,5 @@
-"""``peerwire demo``: run as a user would, and with ``--wire``; it must end and clean up."""
+"""``peerwire demo``: run as a user would (from any folder), and with ``--wire``; it must end
+and clean up, leaving the current folder as it was."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import pytest
 
 from .conftest import invoke
 
-REPO = Path(__file__).resolve().parents[2]
 PEERWIRE = str(Path(sys.executable).with_name("peerwire"))
 DEMO_TIMEOUT_S = 120
 
@@ -32,12 +32,12 @@ def _refuses_connections(url: str) -> bool:
         return sock.connect_ex((host, int(port))) != 0
 
 
-def test_the_demo_walks_through_every_step_and_exits_0() -> None:
+def test_the_demo_walks_through_every_step_and_exits_0(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GLOSSARY_URL")}
     env["NO_COLOR"] = "1"
     done = subprocess.run(
         [PEERWIRE, "demo"],
-        cwd=REPO,
+        cwd=tmp_path,  # the samples come with the package, not from a checkout
         env=env,
         capture_output=True,
         text=True,
@@ -47,7 +47,7 @@ def test_the_demo_walks_through_every_step_and_exits_0() -> None:
     out = done.stdout
     assert done.returncode == 0, (out, done.stderr)
     assert done.stderr == ""
-    for state in ("SUBMITTED", "WORKING", "COMPLETED", "INPUT_REQUIRED", "FAILED", "CANCELED"):
+    for state in ("submitted", "working", "completed", "input-required", "failed", "canceled"):
         assert state in out, state
     assert RECORD in out and SEALED in out
     assert "question: Which term should I define?" in out
@@ -60,23 +60,27 @@ def test_the_demo_walks_through_every_step_and_exits_0() -> None:
     # The streamed definition arrives in two chunks, between WORKING and COMPLETED.
     streamed = out[out.index("Streaming shows the lifecycle") :]
     order = [
-        "SUBMITTED",
-        "WORKING",
+        "submitted",
+        "working",
         '"A record is a final class that is a transparent"',
         '" carrier for its components."',
-        "COMPLETED",
+        "completed",
     ]
     positions = [streamed.index(piece) for piece in order]
     assert positions == sorted(positions)
-    canceled = out[out.index("canceled mid-way") :]
+    heading = "canceled mid-way"
+    canceled = out[out.index(heading) + len(heading) :]  # after the heading's own "canceled"
     assert (
         canceled.index("thinking (2/10)")
         < canceled.index("CancelTask")
-        < canceled.index("CANCELED")
+        < canceled.index("canceled")
     )
     urls = _agent_urls(out)
     assert len(urls) == 2
     assert all(_refuses_connections(url) for url in urls), "both agents were stopped"
+    stores = re.search(r"Their tasks are kept in SQLite files under (\S+)", out)
+    assert stores is not None and not Path(stores[1]).exists(), "its stores were temporary"
+    assert list(tmp_path.iterdir()) == [], "nothing written to the current folder"
 
 
 @pytest.mark.asyncio

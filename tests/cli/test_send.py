@@ -22,7 +22,7 @@ QUESTION = "Which term should I define?"
 async def test_a_completed_task_exits_0_and_shows_its_artifact(glossary_url: str) -> None:
     ran = await invoke("send", glossary_url, "record", "--timeout", CLI_TIMEOUT)
     assert ran.code == 0, ran.err
-    assert "COMPLETED" in ran.out
+    assert "completed" in ran.out
     assert f"definition: {RECORD}" in ran.out
     assert ran.err == ""
 
@@ -42,9 +42,9 @@ async def test_a_question_exits_3_and_the_answer_continues_the_same_task(
 ) -> None:
     asked = await invoke("send", glossary_url, "")
     assert asked.code == 3, asked.err
-    assert "INPUT_REQUIRED" in asked.out
+    assert "input-required" in asked.out
     assert f"question: {QUESTION}" in asked.out
-    task_id = asked.out.split()[1]  # "Task <id>  INPUT_REQUIRED"
+    task_id = asked.out.split()[1]  # "Task <id>  input-required"
     assert f"--task {task_id}" in asked.out, "says how to answer"
 
     answered = await invoke("send", glossary_url, "sealed class", "--task", task_id, "--json")
@@ -57,14 +57,14 @@ async def test_a_question_exits_3_and_the_answer_continues_the_same_task(
 async def test_a_failed_task_exits_4_with_its_reason(glossary_url: str) -> None:
     ran = await invoke("send", glossary_url, "monad")
     assert ran.code == 4, ran.err
-    assert "FAILED" in ran.out
+    assert "failed" in ran.out
     assert "reason: I do not know the term 'monad'." in ran.out
 
 
 async def test_stream_shows_each_state_and_both_chunks_in_order(glossary_url: str) -> None:
     ran = await invoke("send", glossary_url, "record", "--stream")
     assert ran.code == 0, ran.err
-    expected = ["SUBMITTED", "WORKING", f'"{CHUNKS[0]}"', f'"{CHUNKS[1]}"', "COMPLETED", RECORD]
+    expected = ["submitted", "working", f'"{CHUNKS[0]}"', f'"{CHUNKS[1]}"', "completed", RECORD]
     positions = [ran.out.find(piece) for piece in expected]
     assert -1 not in positions, ran.out
     assert positions == sorted(positions), ran.out
@@ -112,7 +112,7 @@ async def test_each_binding_of_the_card(glossary_url: str, name: str, binding: s
     assert RECORD in ran.out
     streamed = await invoke("send", glossary_url, "record", "--stream", "--binding", name)
     assert streamed.code == 0, streamed.err
-    assert "SUBMITTED" in streamed.out and "COMPLETED" in streamed.out
+    assert "submitted" in streamed.out and "completed" in streamed.out
 
 
 async def test_a_binding_the_card_lacks_is_an_error(parts_url: str) -> None:

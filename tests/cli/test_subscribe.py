@@ -13,8 +13,8 @@ import anyio
 from anyio.streams.text import TextReceiveStream
 
 from peerwire import Client, Task
+from peerwire.samples.glossary import agent
 from peerwire.testing import live_server
-from samples.glossary import agent
 
 REPO = Path(__file__).resolve().parents[2]
 PEERWIRE = str(Path(sys.executable).with_name("peerwire"))
@@ -44,4 +44,4 @@ async def test_subscribe_follows_a_task_to_canceled_and_exits_4() -> None:
     assert code == 4, (seen, errors)
     assert errors == ""
     assert f"Task {task.id}" in seen
-    assert seen.index("thinking (") < seen.rindex("CANCELED")
+    assert seen.index("thinking (") < seen.rindex("canceled")

@@ -32,7 +32,7 @@ async def test_get_shows_state_artifacts_and_history(glossary_url: str, client: 
     task = await _task(client, "record")
     ran = await invoke("get", glossary_url, task.id)
     assert ran.code == 0, ran.err
-    assert f"Task {task.id}  COMPLETED" in ran.out
+    assert f"Task {task.id}  completed" in ran.out
     assert "definition: A record is a final class" in ran.out
     assert "user   record" in ran.out
 
@@ -75,7 +75,7 @@ async def test_list_fetches_every_page_of_a_context(glossary_url: str, client: C
     assert "3 tasks" in human.out
     for task in made:
         assert task.id in human.out
-    assert human.out.count("COMPLETED") == 2 and human.out.count("FAILED") == 1
+    assert human.out.count("completed") == 2 and human.out.count("failed") == 1
 
 
 async def test_list_filters_by_state(glossary_url: str, client: Client) -> None:
@@ -100,7 +100,7 @@ async def test_cancel_a_working_task(glossary_url: str, client: Client) -> None:
     task = await _task(client, "slow", return_immediately=True)
     ran = await invoke("cancel", glossary_url, task.id)
     assert ran.code == 0, ran.err
-    assert f"Task {task.id}  CANCELED" in ran.out
+    assert f"Task {task.id}  canceled" in ran.out
     again = await invoke("cancel", glossary_url, task.id, "--json")
     assert again.code == 0, "canceling a canceled task is idempotent"
     assert decode(again.out, Task).status.state is TaskState.CANCELED
@@ -116,7 +116,7 @@ async def test_subscribe_to_a_question_exits_3(glossary_url: str, client: Client
     asked = await _task(client, "")
     ran = await invoke("subscribe", glossary_url, asked.id)
     assert ran.code == 3, ran.err
-    assert "INPUT_REQUIRED" in ran.out and "Which term should I define?" in ran.out
+    assert "input-required" in ran.out and "Which term should I define?" in ran.out
     as_json = await invoke("subscribe", glossary_url, asked.id, "--json")
     assert as_json.code == 3, as_json.err
     first = decode(as_json.out.splitlines()[0], StreamResponse)

@@ -22,6 +22,7 @@ import httpx
 import pytest
 from google.rpc import status_pb2
 
+from peerwire import Agent, Client
 from peerwire.bindings.grpc.convert import to_bytes
 from peerwire.bindings.grpc.status import DETAILS_KEY, encode_status
 from peerwire.client import _registry
@@ -36,6 +37,7 @@ from peerwire.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from peerwire.testing import live_server
 from peerwire.types import (
     AgentInterface,
     Binding,
@@ -60,9 +62,26 @@ class Peer:
 
     url: str
     metadata: list[dict[str, str]] = field(default_factory=list)
+    # Every call's metadata entry by entry, as it arrived (a dict would hide a repeated key).
+    entries: list[tuple[tuple[str, str | bytes], ...]] = field(default_factory=list)
     requests: list[bytes] = field(default_factory=list)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     waiting: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class MetadataRecorder(grpc.aio.ServerInterceptor):
+    """Keeps each call's invocation metadata as gRPC received it, before any handler runs."""
+
+    def __init__(self, entries: list[tuple[tuple[str, str | bytes], ...]]) -> None:
+        self.entries = entries
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        self.entries.append(tuple(handler_call_details.invocation_metadata or ()))
+        return await continuation(handler_call_details)
 
 
 @contextlib.asynccontextmanager
@@ -71,9 +90,10 @@ async def fake_peer(
 ) -> AsyncIterator[Peer]:
     """A grpc.aio server answering GetTask with ``unary`` and SubscribeToTask with ``streaming``
     (an async generator of raw bytes)."""
-    server = grpc.aio.server()
+    entries: list[tuple[tuple[str, str | bytes], ...]] = []
+    server = grpc.aio.server(interceptors=[MetadataRecorder(entries)])
     port = server.add_insecure_port("127.0.0.1:0")
-    peer = Peer(url=f"127.0.0.1:{port}")
+    peer = Peer(url=f"127.0.0.1:{port}", entries=entries)
 
     def record(payload: bytes, context: Any) -> None:
         peer.requests.append(payload)
@@ -196,6 +216,51 @@ async def test_metadata_carries_version_extensions_and_headers() -> None:
         assert seen["authorization"] == "Bearer tok"
         assert seen["x-trace"] == "1"
         assert peer.requests == [to_bytes(GetTaskRequest(id="t-1"))]
+
+
+def keys_of(entries: tuple[tuple[str, str | bytes], ...]) -> list[str]:
+    return sorted(key for key, _ in entries if not key.startswith(("grpc-", "user-agent")))
+
+
+async def test_each_key_is_sent_once_whatever_the_headers_repeat() -> None:
+    # Node's gRPC server joins a repeated key into one value: "1.0, 1.0" is no version it speaks.
+    async with fake_peer(unary=answer_task) as peer, transport(peer.url) as client:
+        options = CallOptions(
+            extensions=("urn:a",),
+            headers={
+                "A2A-Version": "1.0",
+                "a2a-version": "0.3",
+                "A2A-Extensions": "urn:other",
+                "Authorization": "Bearer old",
+                "authorization": "Bearer new",
+            },
+        )
+        assert await get_task(client, options) == TASK
+        [entries] = peer.entries
+        assert keys_of(entries) == ["a2a-extensions", "a2a-version", "authorization"]
+        seen = dict(entries)
+        assert seen["a2a-version"] == "0.3"  # the caller's header, once: the last alike
+        assert seen["a2a-extensions"] == "urn:a"
+        assert seen["authorization"] == "Bearer new"  # the last of the names alike
+
+
+async def test_a_client_sends_one_a2a_version_entry(agent: Agent) -> None:
+    # The Client gives every transport an A2A-Version header; over gRPC it must not repeat.
+    async with (
+        live_server(agent) as url,
+        fake_peer(unary=answer_task) as peer,
+        Client.connect(
+            url,
+            transport=GrpcTransport(peer.url),
+            headers={"X-Trace": "7"},
+            extensions=["urn:a", "urn:b"],
+        ) as client,
+    ):
+        assert await client.get_task("t-1") == TASK
+        [entries] = peer.entries
+        assert keys_of(entries) == ["a2a-extensions", "a2a-version", "x-trace"]
+        assert [v for k, v in entries if k == "a2a-version"] == ["1.0"]
+        assert [v for k, v in entries if k == "a2a-extensions"] == ["urn:a,urn:b"]
 
 
 async def test_scheme_in_the_interface_url_is_stripped() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from peerwire.client import CardCache, Client
+from peerwire.client import CardCache, Client, ClientLimits
 from peerwire.client.transports._exchange import PooledExchange
 from peerwire.client.transports._h1 import (
     ConnectFailed,
@@ -169,8 +169,10 @@ async def answering(peer: Peer) -> None:
 
 
 @contextlib.asynccontextmanager
-async def pool(**options: float) -> AsyncIterator[H1Pool]:
-    made = H1Pool(**options)  # type: ignore[arg-type]
+async def pool(
+    limits: ClientLimits | None = None, ssl_context: ssl.SSLContext | None = None
+) -> AsyncIterator[H1Pool]:
+    made = H1Pool(limits=limits or ClientLimits(), ssl_context=ssl_context)
     try:
         yield made
     finally:
@@ -285,7 +287,10 @@ async def settle() -> None:
 
 async def test_callers_beyond_max_connections_wait_in_line() -> None:
     permits: asyncio.Queue[None] = asyncio.Queue()
-    async with raw_server(holding(permits)) as server, pool(max_connections=2) as http:
+    async with (
+        raw_server(holding(permits)) as server,
+        pool(limits=ClientLimits(max_connections=2)) as http,
+    ):
         calls = []
         for i in range(6):
             calls.append(asyncio.create_task(get(http, f"{server.url}/{i}")))
@@ -302,7 +307,10 @@ async def test_callers_beyond_max_connections_wait_in_line() -> None:
 
 async def test_a_caller_waiting_too_long_for_a_connection_times_out() -> None:
     permits: asyncio.Queue[None] = asyncio.Queue()
-    async with raw_server(holding(permits)) as server, pool(max_connections=1) as http:
+    async with (
+        raw_server(holding(permits)) as server,
+        pool(limits=ClientLimits(max_connections=1)) as http,
+    ):
         first = asyncio.create_task(get(http, server.url + "/first"))
         await settle()
         with pytest.raises(PoolTimeout):
@@ -323,7 +331,10 @@ async def test_a_caller_waiting_too_long_for_a_connection_times_out() -> None:
 
 async def test_a_cancelled_request_closes_its_connection_and_frees_its_slot() -> None:
     permits: asyncio.Queue[None] = asyncio.Queue()
-    async with raw_server(holding(permits)) as server, pool(max_connections=1) as http:
+    async with (
+        raw_server(holding(permits)) as server,
+        pool(limits=ClientLimits(max_connections=1)) as http,
+    ):
         stuck = asyncio.create_task(get(http, server.url + "/stuck"))
         await settle()
         after = asyncio.create_task(get(http, server.url + "/after"))
@@ -690,10 +701,10 @@ async def test_https_with_the_system_store_or_a_given_context(tmp_path: Path) ->
             assert isinstance(error, A2AConnectionError)
             assert "TLS handshake failed" in error.message
         trusting = ssl.create_default_context(cafile=pki.server_ca_file)
-        async with pool(ssl_context=trusting) as http:  # type: ignore[arg-type]
+        async with pool(ssl_context=trusting) as http:
             assert await get(http, server.url + "/anonymous") == b"GET /anonymous HTTP/1.1"
         alice = pki.client("alice").ssl_context()
-        async with pool(ssl_context=alice) as http:  # type: ignore[arg-type]
+        async with pool(ssl_context=alice) as http:
             assert await get(http, server.url + "/alice") == b"GET /alice HTTP/1.1"
     assert subjects[-2] is None or subjects[-2] == {}
     alice_cert = subjects[-1]

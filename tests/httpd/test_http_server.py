@@ -1,9 +1,11 @@
 """peerwire's HTTP/1.1 server on the wire: raw bytes over a real loopback socket.
 
-What a client library hides is checked here byte by byte: keep-alive and pipelining, body
-framings (Content-Length, chunked, 100-continue), response framings (Content-Length, chunked
-streams, HEAD), limits (431, 413, idle connections), malformed requests (400), an app that
-fails (500), and the shutdown order (a blocked caller gets its task's outcome).
+What a client library hides is checked here byte by byte, with the A2A app: keep-alive and
+pipelining, body framings (Content-Length, chunked, 100-continue), response framings
+(Content-Length, chunked streams, HEAD), limits (431, 413, idle connections), malformed
+requests (400), trailers that try to pass for headers, an app that fails (500), and the
+shutdown order (a blocked caller gets its task's outcome). Hostile clients against a small
+app: test_framing.py (with h11 as the reference), test_lifecycle.py, test_every_byte.py.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from peerwire import Agent, Message, TaskContext
 from peerwire.httpd import CannotListenError, HTTPServer
 from peerwire.server import create_app
 from peerwire.server.asgi import A2AApp
+
+from ._hostile import settled
 
 TIMEOUT_S = 10.0
 
@@ -308,10 +312,13 @@ async def test_an_idle_connection_is_closed() -> None:
         assert (await conn.response())[0] == 200
         assert await conn.closed()  # after ~0.2 s of silence
     async with (
-        serving(create_app(agent), idle_timeout=0.2) as (_, port),
+        serving(create_app(agent), idle_timeout=0.2, head_timeout=0.3) as (_, port),
         wire(port) as conn,
     ):
         await conn.send(b"GET / HTTP/1.1\r\nhost: x\r\n")  # a head that never completes
+        status, headers, body = await conn.response()
+        assert status == 408 and headers["connection"] == "close"
+        assert body.startswith(b"Request Timeout")
         assert await conn.closed()
 
 
@@ -396,3 +403,50 @@ async def test_an_address_in_use_is_a_clear_error() -> None:
             await asyncio.wait_for(server.serve(host="127.0.0.1", port=port), TIMEOUT_S)
     finally:
         taken.close()
+
+
+async def test_a_trailer_cannot_pose_as_a_header(port: int) -> None:
+    # A2A-Version 9.9 would be refused; sent as a trailer, it must not count.
+    body = rpc("SendMessage", send_params("trailed"))
+    async with wire(port) as conn:
+        await conn.send(
+            b"POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"a2a-version: 1.0\r\ntransfer-encoding: chunked\r\n\r\n"
+            b"%x\r\n%b\r\n0\r\na2a-version: 9.9\r\nauthorization: Bearer x\r\n\r\n"
+            % (len(body), body)
+        )
+        status, _, reply = await conn.response()
+        assert status == 200
+        assert task_of(reply)["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_pipelined_calls_then_garbage_get_their_answers_then_400(port: int) -> None:
+    async with wire(port) as conn:
+        await conn.send(
+            b"".join(post(rpc("SendMessage", send_params(f"g{i}"), i)) for i in range(3))
+            + b"GARBAGE\r\n\r\n"
+        )
+        for i in range(3):
+            status, _, body = await conn.response()
+            assert status == 200 and json.loads(body)["id"] == i
+        status, headers, _ = await conn.response()
+        assert status == 400 and headers["connection"] == "close"
+        assert await conn.closed()
+
+
+async def test_clients_that_leave_a_body_unsent_leave_nothing_behind() -> None:
+    body = rpc("SendMessage", send_params("never"))
+    async with serving(create_app(agent)) as (server, port):
+        conns = [await asyncio.open_connection("127.0.0.1", port) for _ in range(20)]
+        for _, writer in conns:
+            writer.write(post(body)[: -len(body) // 2])  # the head and half the body
+            writer.write_eof()
+        for reader, writer in conns:
+            answer = await asyncio.wait_for(reader.read(), TIMEOUT_S)
+            assert answer.startswith(b"HTTP/1.1 400 ")
+            writer.close()
+        await settled(server)
+        async with wire(port) as conn:  # and the server serves on
+            await conn.send(post(rpc("SendMessage", send_params("after"))))
+            status, _, reply = await conn.response()
+            assert status == 200 and task_of(reply)["status"]["state"] == "TASK_STATE_COMPLETED"

@@ -1,7 +1,7 @@
 """The gRPC binding against the official a2a-sdk, both ways, and our proto against its proto.
 
 * The SDK's client (its own venv, a subprocess) drives peerwire's Glossary Agent
-  (samples/glossary.py) over gRPC, finding the interface in our card.
+  (peerwire.samples.glossary) over gRPC, finding the interface in our card.
 * peerwire's gRPC transport drives the SDK's Glossary Agent at ``grpc_address``.
 * The SDK's compiled descriptor of ``lf.a2a.v1`` and ours agree field by field.
 """
@@ -29,6 +29,7 @@ from peerwire.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from peerwire.samples.glossary import agent
 from peerwire.testing import live_server
 from peerwire.types import (
     CancelTaskRequest,
@@ -47,7 +48,6 @@ from peerwire.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from samples.glossary import agent
 
 from .sdk_harness import SdkServer
 

@@ -1,6 +1,6 @@
 """HTTP+JSON interop with the official a2a-sdk 1.3.0, both ways.
 
-* The SDK's REST client drives peerwire's Glossary Agent (samples/glossary.py): the scenarios
+* The SDK's REST client drives peerwire's Glossary Agent (peerwire.samples.glossary): the scenarios
   of the harness self-test, with the SDK limited to the ``HTTP+JSON`` interface of our card.
 * peerwire's REST transport drives the SDK's Glossary server at ``base_url + "/rest"``.
 """
@@ -22,6 +22,7 @@ from peerwire.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from peerwire.samples.glossary import agent
 from peerwire.testing import live_server
 from peerwire.types import (
     CancelTaskRequest,
@@ -41,7 +42,6 @@ from peerwire.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from samples.glossary import agent
 
 from .sdk_harness import SdkServer
 

@@ -1,4 +1,4 @@
-"""The official a2a-sdk client drives peerwire's Glossary Agent (samples/glossary.py) over JSON-RPC.
+"""The official a2a-sdk client drives peerwire's Glossary Agent (peerwire.samples) over JSON-RPC.
 
 The same scenarios as the harness self-test (test_sdk_peer_selftest.py), with a peerwire
 server in the SDK server's place: the SDK's view of our wire must match its view of its own.
@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
+from peerwire.samples.glossary import agent
 from peerwire.testing import live_server
-from samples.glossary import agent
 
 pytestmark = pytest.mark.interop
 

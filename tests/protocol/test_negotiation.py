@@ -30,6 +30,19 @@ def test_supported_versions(header: str) -> None:
     assert check_version(header) == "1.0"
 
 
+@pytest.mark.parametrize("header", ["1.0, 1.0", "1.0,1.0", "1.0, 1.0.1, 1.0"])
+def test_a_repeated_header_joined_with_commas_is_the_one_version_it_names(header: str) -> None:
+    # Node's HTTP/2 (the JavaScript SDK's gRPC server) joins repeated metadata this way.
+    assert check_version(header) == "1.0"
+
+
+def test_a_joined_header_naming_different_versions_is_refused() -> None:
+    with pytest.raises(VersionNotSupportedError) as caught:
+        check_version("1.0, 0.3")
+    assert "more than one version" in caught.value.message
+    assert caught.value.metadata["requestedVersion"] == "1.0, 0.3"
+
+
 @pytest.mark.parametrize("header", [None, "", "   "])
 def test_missing_version_means_0_3_and_is_rejected(header: str | None) -> None:
     with pytest.raises(VersionNotSupportedError) as caught:
@@ -59,6 +72,10 @@ def test_missing_version_is_1_0_when_lenient(header: str | None) -> None:
         "1.0-beta",
         "10.0",
         "1,0",
+        "1.0,",
+        ",1.0",
+        "0.3, 0.3",
+        "1.0, abc",
     ],
 )
 def test_unsupported_or_malformed_versions_are_rejected(header: str) -> None:

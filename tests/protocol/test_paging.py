@@ -133,6 +133,7 @@ def _b64(raw: bytes) -> str:
         _b64(b'[1,"t-1"]'),
         _b64(b'["2026",null]'),
         _b64(b"\xff\xfe\xfd"),
+        _b64(b"[" * 5000),  # deeper than the JSON parser goes
     ],
 )
 def test_bad_page_tokens_are_rejected(token: str) -> None:
@@ -143,6 +144,13 @@ def test_bad_page_tokens_are_rejected(token: str) -> None:
 
 def test_empty_page_token_is_the_first_page() -> None:
     assert list_query(ListTasksRequest(page_token="")).cursor is None
+
+
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"])
+def test_a_status_timestamp_after_beyond_the_calendar_in_utc_is_rejected(stamp: str) -> None:
+    with pytest.raises(InvalidParamsError) as caught:
+        list_query(ListTasksRequest(status_timestamp_after=stamp))
+    assert field_of(caught.value) == ["statusTimestampAfter"]
 
 
 def test_bad_status_timestamp_after_is_rejected() -> None:

@@ -1,4 +1,4 @@
-"""The Brief Agent (samples/brief.py) calling a Glossary Agent, both on live servers."""
+"""The Brief Agent (peerwire.samples.brief) calling a Glossary Agent, both on live servers."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ import pytest
 
 from peerwire import Agent, Client, Task, TaskContext, TaskState, TaskStatusUpdateEvent
 from peerwire.cli.serve import load_agent
+from peerwire.samples import brief as brief_sample
+from peerwire.samples.brief import make_agent, split_terms
+from peerwire.samples.glossary import agent as glossary_agent
 from peerwire.testing import live_server
-from samples.brief import make_agent, split_terms
-from samples.glossary import agent as glossary_agent
 
 TIMEOUT_S = 30.0
-BRIEF_SOURCE = Path(__file__).resolve().parents[2] / "samples" / "brief.py"
+BRIEF_SOURCE = Path(brief_sample.__file__)
 RECORD = "A record is a final class that is a transparent carrier for its components."
 SEALED = "A sealed class restricts which other classes may extend it."
 
@@ -220,4 +221,4 @@ async def test_the_served_agent_asks_the_glossary_named_by_the_environment(
     async with live_server(module.agent, shutdown_grace=1.0) as brief_url:
         task = await _brief(brief_url, "record")
     assert task.status.state is TaskState.COMPLETED
-    assert load_agent("samples.brief:agent").name == "Brief Agent"
+    assert load_agent("peerwire.samples.brief:agent").name == "Brief Agent"

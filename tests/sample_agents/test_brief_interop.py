@@ -7,8 +7,8 @@ from interop.conftest import sdk_glossary_server, sdk_python  # noqa: F401  (fix
 from interop.sdk_harness import SdkServer
 
 from peerwire import Client, Task, TaskState
+from peerwire.samples.brief import make_agent
 from peerwire.testing import live_server
-from samples.brief import make_agent
 
 pytestmark = pytest.mark.interop
 

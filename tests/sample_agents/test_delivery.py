@@ -1,4 +1,4 @@
-"""The Delivery Scheduling Agent (samples/delivery.py), driven through its whole flow.
+"""The Delivery Scheduling Agent (peerwire.samples.delivery), driven through its whole flow.
 
 A local OpenID provider on loopback (discovery, JWKS, token endpoint) issues the tokens. On
 each binding a partner's client verifies the signed card against the JWKS at its ``jku``,
@@ -22,6 +22,15 @@ from security._support import AUDIENCE, Issuer, generate_keys, mint, serve_asgi,
 from peerwire.client import CardCache, Client
 from peerwire.client.auth import BearerToken, Credentials, OAuth2ClientCredentials
 from peerwire.errors import AuthenticationError, CardSignatureError, PermissionDeniedError
+from peerwire.samples.delivery import (
+    APPROVALS_PATH,
+    CARD_JWKS_PATH,
+    DockSchedule,
+    make_app,
+    parse_dock_answer,
+    parse_request,
+    route,
+)
 from peerwire.security import Trust
 from peerwire.testing import live_server
 from peerwire.types import (
@@ -32,15 +41,6 @@ from peerwire.types import (
     TaskArtifactUpdateEvent,
     TaskState,
     TaskStatusUpdateEvent,
-)
-from samples.delivery import (
-    APPROVALS_PATH,
-    CARD_JWKS_PATH,
-    DockSchedule,
-    make_app,
-    parse_dock_answer,
-    parse_request,
-    route,
 )
 
 TIMEOUT_S = 30.0
@@ -318,7 +318,7 @@ def test_routing_by_metadata_or_words() -> None:
 
 
 def test_the_sample_needs_an_issuer(monkeypatch: pytest.MonkeyPatch) -> None:
-    from samples.delivery import main
+    from peerwire.samples.delivery import main
 
     monkeypatch.delenv("DELIVERY_ISSUER", raising=False)
     with pytest.raises(SystemExit) as stopped:

@@ -1,4 +1,4 @@
-"""The Glossary Agent sample (samples/glossary.py) over a live server."""
+"""The Glossary Agent sample (peerwire.samples.glossary) over a live server."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import pytest_asyncio
 from server._rpc import Rpc, serving, state_of, status_text, user_message
 
-from samples.glossary import agent
+from peerwire.samples.glossary import agent
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -1,9 +1,12 @@
-"""``peerwire serve samples.glossary:agent``, run as a user would, from the repository root."""
+"""``peerwire serve peerwire.samples.glossary:agent``, run as a user would:
+on peerwire's HTTP server and on uvicorn (``--http uvicorn``)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +18,12 @@ from typing import Any
 import httpx
 import pytest
 from server._rpc import user_message
+from typer.testing import CliRunner
+
+import peerwire.server
+from peerwire.cli import app
+from peerwire.client import CardCache, Client
+from peerwire.types import Binding, Task, TaskState
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,15 +35,16 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _peerwire_serve(port: int) -> Iterator[subprocess.Popen[bytes]]:
+def _peerwire_serve(port: int, *options: str) -> Iterator[subprocess.Popen[bytes]]:
     command = [
         str(Path(sys.executable).with_name("peerwire")),
         "serve",
-        "samples.glossary:agent",
+        "peerwire.samples.glossary:agent",
         "--port",
         str(port),
         "--store",
         "memory",
+        *options,
     ]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     process = subprocess.Popen(
@@ -76,6 +86,63 @@ def test_peerwire_serve_runs_the_sample_from_the_repository_root() -> None:
             assert answer["result"]["task"]["artifacts"][0]["artifactId"] == "definition"
             return
     pytest.fail("peerwire serve did not start on any of three ports")
+
+
+async def test_peerwire_serve_on_uvicorn_serves_every_binding_and_stops_on_sigterm() -> None:
+    for _ in range(3):  # a port picked free can be taken before the server binds it
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        with (
+            _peerwire_serve(port, "--http", "uvicorn", "--log-level", "info") as process,
+            httpx.Client(trust_env=False) as http,
+        ):
+            card = _wait_for_card(process, http, url)
+            if card is None:
+                continue
+            bindings = [i["protocolBinding"] for i in card["supportedInterfaces"]]
+            assert bindings == [Binding.JSONRPC, Binding.HTTP_JSON, Binding.GRPC]
+            for binding in bindings:
+                async with Client.connect(url, bindings=[binding], card_cache=CardCache()) as c:
+                    assert c.interface.protocol_binding == binding
+                    task = await c.send("record")
+                assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
+                assert [a.artifact_id for a in task.artifacts] == ["definition"], binding
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=15) == 0, "a graceful shutdown exits 0"
+            assert process.stderr is not None
+            log = process.stderr.read().decode(errors="replace")
+            assert "Traceback" not in log, log
+            # --log-level reaches uvicorn's own loggers: its info records are there.
+            assert "Application startup complete" in log and "Shutting down" in log, log
+            assert "Application shutdown complete" in log, "the lifespan ran to its end"
+            return
+    pytest.fail("peerwire serve --http uvicorn did not start on any of three ports")
+
+
+def test_peerwire_serve_says_when_uvicorn_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As if uvicorn were not installed: importing it fails, and so does peerwire's module for it.
+    monkeypatch.setitem(sys.modules, "uvicorn", None)
+    monkeypatch.delitem(sys.modules, "peerwire.server._uvicorn", raising=False)
+    monkeypatch.delattr(peerwire.server, "_uvicorn", raising=False)
+    result = CliRunner().invoke(
+        app, ["serve", "peerwire.samples.glossary:agent", "--http", "uvicorn"]
+    )
+    assert result.exit_code == 2, result.output
+    said = _words(result.stderr)
+    assert "Invalid value for --http" in said and "pip install 'peerwire[uvicorn]'" in said
+
+
+def test_peerwire_serve_knows_its_http_servers() -> None:
+    result = CliRunner().invoke(
+        app, ["serve", "peerwire.samples.glossary:agent", "--http", "hypercorn"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "'hypercorn' is not one of 'peerwire', 'uvicorn'" in _words(result.stderr)
+
+
+def _words(text: str) -> str:
+    """A usage error's text without the box rich draws around it."""
+    return " ".join(re.sub("[│╭╮╰╯─]", " ", text).split())
 
 
 def _wait_for_card(

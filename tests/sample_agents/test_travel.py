@@ -1,4 +1,4 @@
-"""The Travel Agent (samples/travel.py) asking the Weather Agent (samples/weather.py)."""
+"""The Travel Agent asking the Weather Agent (peerwire.samples.travel and .weather)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 
 from peerwire import Client, Task, TaskState
 from peerwire.cli.serve import load_agent
+from peerwire.samples.travel import Forecast, RuleBasedAdvisor, find_destination, make_agent
+from peerwire.samples.weather import agent as weather_agent
 from peerwire.testing import live_server
-from samples.travel import Forecast, RuleBasedAdvisor, find_destination, make_agent
-from samples.weather import agent as weather_agent
 
 TIMEOUT_S = 30.0
 TOKYO_REQUEST = "I want to travel to Tokyo next week, what kind of clothes should I bring?"
@@ -157,5 +157,5 @@ async def test_rule_based_advice(
 
 
 def test_the_samples_load_as_peerwire_serve_loads_them() -> None:
-    assert load_agent("samples.weather:agent").name == "Weather Agent"
-    assert load_agent("samples.travel:agent").name == "Travel Agent"
+    assert load_agent("peerwire.samples.weather:agent").name == "Weather Agent"
+    assert load_agent("peerwire.samples.travel:agent").name == "Travel Agent"

@@ -237,7 +237,7 @@ def peerwire_serve_tls(pki: Pki, *args: str) -> Iterator[str]:
     command = [
         *PEERWIRE,
         "serve",
-        "samples.glossary:agent",
+        "peerwire.samples.glossary:agent",
         "--port",
         str(port),
         "--store",
@@ -295,7 +295,7 @@ def test_peerwire_serve_refuses_incomplete_tls_options(pki: Pki) -> None:
         [
             *PEERWIRE,
             "serve",
-            "samples.glossary:agent",
+            "peerwire.samples.glossary:agent",
             "--require-client-cert",
             "--ssl-certfile",
             str(pki.directory / "server.pem"),

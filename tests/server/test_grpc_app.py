@@ -146,7 +146,7 @@ def peerwire_cli(*args: str) -> list[str]:
 def peerwire_serve(*args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     (port,) = free_ports(1)
     command = peerwire_cli(
-        "serve", "samples.glossary:agent", "--port", str(port), "--store", "memory", *args
+        "serve", "peerwire.samples.glossary:agent", "--port", str(port), "--store", "memory", *args
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
@@ -214,7 +214,7 @@ def test_serve_without_grpc() -> None:
 
 def test_serve_refuses_unknown_interface_names() -> None:
     done = subprocess.run(
-        peerwire_cli("serve", "samples.glossary:agent", "--interfaces", "jsonrpc,soap"),
+        peerwire_cli("serve", "peerwire.samples.glossary:agent", "--interfaces", "jsonrpc,soap"),
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -7,7 +7,10 @@ and for leaving no trace (the task count is unchanged).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from email.utils import formatdate, parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -357,6 +360,66 @@ async def test_a_stale_if_none_match_gets_the_card(rpc: Rpc) -> None:
     path = rpc.url + "/.well-known/agent-card.json"
     response = await rpc.http.get(path, headers={"If-None-Match": '"stale"'})
     assert response.status_code == 200 and response.json()["name"] == "Echo"
+
+
+async def test_the_card_says_when_it_was_built(rpc: Rpc) -> None:
+    path = rpc.url + "/.well-known/agent-card.json"
+    before = int(time.time())  # the module's server was started before this test
+    first = await rpc.http.get(path)
+    built = parsedate_to_datetime(first.headers["last-modified"])
+    assert built.tzinfo is not None and built.timestamp() <= before
+    assert first.headers["last-modified"].endswith(" GMT")
+    again = await rpc.http.get(path)
+    assert again.headers["last-modified"] == first.headers["last-modified"]  # stable
+
+
+@pytest.mark.parametrize(
+    ("shift", "status"), [(0, 304), (3600, 304), (-1, 200), (-86400 * 365, 200)]
+)
+async def test_if_modified_since_is_304_unless_the_card_is_newer(
+    rpc: Rpc, shift: int, status: int
+) -> None:
+    path = rpc.url + "/.well-known/agent-card.json"
+    built = parsedate_to_datetime((await rpc.http.get(path)).headers["last-modified"])
+    since = formatdate(built.timestamp() + shift, usegmt=True)
+    response = await rpc.http.get(path, headers={"If-Modified-Since": since})
+    assert response.status_code == status
+    if status == 304:
+        assert response.content == b""
+        assert response.headers["last-modified"] == formatdate(built.timestamp(), usegmt=True)
+    else:
+        assert response.json()["name"] == "Echo"
+
+
+async def test_if_modified_since_in_the_obsolete_date_forms_is_understood(rpc: Rpc) -> None:
+    path = rpc.url + "/.well-known/agent-card.json"
+    later = datetime.now(UTC) + timedelta(hours=1)
+    for form in (
+        later.strftime("%A, %d-%b-%y %H:%M:%S GMT"),
+        later.strftime("%a %b %d %H:%M:%S %Y"),
+    ):
+        response = await rpc.http.get(path, headers={"If-Modified-Since": form})
+        assert response.status_code == 304, form
+
+
+@pytest.mark.parametrize(
+    "since", ["garbage", "", "Sun, 06 Nov 99999 08:49:37 GMT", "Sun, 06 Nov 2099 08:49:37 GMT, x"]
+)
+async def test_an_if_modified_since_that_is_no_http_date_is_ignored(rpc: Rpc, since: str) -> None:
+    path = rpc.url + "/.well-known/agent-card.json"
+    response = await rpc.http.get(path, headers={"If-Modified-Since": since})
+    assert response.status_code == 200 and response.json()["name"] == "Echo"
+
+
+async def test_if_none_match_decides_over_if_modified_since(rpc: Rpc) -> None:
+    path = rpc.url + "/.well-known/agent-card.json"
+    first = await rpc.http.get(path)
+    future = formatdate(time.time() + 3600, usegmt=True)
+    stale = {"If-None-Match": '"stale"', "If-Modified-Since": future}
+    assert (await rpc.http.get(path, headers=stale)).status_code == 200
+    past = formatdate(0, usegmt=True)
+    fresh = {"If-None-Match": first.headers["etag"], "If-Modified-Since": past}
+    assert (await rpc.http.get(path, headers=fresh)).status_code == 304
 
 
 async def test_head_of_the_card_has_headers_and_no_body(rpc: Rpc) -> None:

@@ -92,6 +92,7 @@ def test_public_addresses_are_accepted(address: str) -> None:
         ("https://user:secret@hooks.test/x", "credentials"),
         ("https://hooks.test/" + "a" * 3000, "longer than"),
         ("http://[::1/x", "not valid"),
+        ("https://xn--/x", "not valid"),  # an IDNA name that does not decode
         ("http://localhost:8080/x", "loopback name"),
         ("http://api.localhost/x", "loopback name"),
         ("http://metadata.google.internal/computeMetadata/v1/", "metadata"),

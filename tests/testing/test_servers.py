@@ -1,4 +1,6 @@
-"""peerwire.testing: ``live_server`` and ``in_process``, as a user's tests would use them."""
+"""peerwire.testing: ``live_server`` and ``in_process``, as a user's tests would use them.
+
+``live_server``'s tests run on both HTTP servers it offers (``http=``)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from peerwire.types import ListTasksRequest
 
 CARD = "/.well-known/agent-card.json"
 HEADERS = {"A2A-Version": "1.0"}
+HTTP_SERVERS = pytest.mark.parametrize("server", ["peerwire", "uvicorn"])
 
 
 def echo() -> Agent:
@@ -35,10 +38,10 @@ def send_body(text: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
 
 
-@pytest.fixture
-async def fixture_server() -> AsyncIterator[str]:
+@pytest.fixture(params=["peerwire", "uvicorn"])
+async def fixture_server(request: pytest.FixtureRequest) -> AsyncIterator[str]:
     # pytest-asyncio runs this setup and its teardown in different tasks.
-    async with live_server(echo()) as url:
+    async with live_server(echo(), http=request.param) as url:
         yield url
 
 
@@ -52,8 +55,9 @@ def accepts_connections(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-async def test_live_server_serves_the_agent_at_its_real_address() -> None:
-    async with live_server(echo()) as url, httpx.AsyncClient(trust_env=False) as http:
+@HTTP_SERVERS
+async def test_live_server_serves_the_agent_at_its_real_address(server: str) -> None:
+    async with live_server(echo(), http=server) as url, httpx.AsyncClient(trust_env=False) as http:
         assert url.startswith("http://127.0.0.1:") and port_of(url) > 0
         card = (await http.get(url + CARD)).json()
         assert card["supportedInterfaces"][0]["url"] == url + "/"
@@ -67,10 +71,11 @@ async def test_live_server_works_in_an_async_fixture(fixture_server: str) -> Non
         assert (await http.get(fixture_server + CARD)).status_code == 200
 
 
-async def test_live_server_passes_options_to_create_app() -> None:
+@HTTP_SERVERS
+async def test_live_server_passes_options_to_create_app(server: str) -> None:
     store = MemoryTaskStore()
     async with (
-        live_server(echo(), store=store, card_max_age=7) as url,
+        live_server(echo(), store=store, card_max_age=7, http=server) as url,
         httpx.AsyncClient(trust_env=False) as http,
     ):
         response = await http.get(url + CARD)
@@ -82,14 +87,18 @@ async def test_live_server_passes_options_to_create_app() -> None:
     assert total == 1 and listed[0].artifacts[0].text == "kept"
 
 
-async def test_live_server_builds_an_app_from_a_factory_with_the_real_url() -> None:
+@HTTP_SERVERS
+async def test_live_server_builds_an_app_from_a_factory_with_the_real_url(server: str) -> None:
     seen: list[str] = []
 
     def factory(public_url: str) -> A2AApp:
         seen.append(public_url)
         return create_app(echo(), public_url=public_url, rpc_path="/rpc")
 
-    async with live_server(factory) as url, httpx.AsyncClient(trust_env=False) as http:
+    async with (
+        live_server(factory, http=server) as url,
+        httpx.AsyncClient(trust_env=False) as http,
+    ):
         assert seen == [url]
         card = (await http.get(url + CARD)).json()
         assert card["supportedInterfaces"][0]["url"] == url + "/rpc"
@@ -107,19 +116,25 @@ async def test_live_server_serves_a_ready_app_as_it_is() -> None:
             pass
 
 
-async def test_live_server_reports_an_app_that_cannot_start() -> None:
+@pytest.mark.parametrize(
+    ("server", "error"),
+    # peerwire's server raises the startup error itself; uvicorn gets only its message.
+    [("peerwire", OSError), ("uvicorn", RuntimeError)],
+)
+async def test_live_server_reports_an_app_that_cannot_start(
+    server: str, error: type[Exception]
+) -> None:
     class BrokenStore(MemoryTaskStore):
         async def open(self) -> None:
             raise OSError("the disk is on fire")
 
-    # The startup error itself reaches the caller.
-    with pytest.raises(OSError, match="the disk is on fire"):
-        async with live_server(echo(), store=BrokenStore()):
+    with pytest.raises(error, match="the disk is on fire"):
+        async with live_server(echo(), store=BrokenStore(), http=server):
             pytest.fail("the body must not run")
 
 
 async def test_two_live_servers_at_once_get_different_ports() -> None:
-    async with live_server(echo()) as first, live_server(echo()) as second:
+    async with live_server(echo()) as first, live_server(echo(), http="uvicorn") as second:
         assert port_of(first) != port_of(second)
 
 

@@ -19,13 +19,20 @@ def test_enum_members_work_as_set_and_dict_keys() -> None:
     assert len(set(TaskState)) == len(TaskState.__members__)
 
 
-def test_now_timestamp_is_rfc3339_utc_with_milliseconds() -> None:
+def test_now_timestamp_is_rfc3339_utc_with_microseconds() -> None:
     before = time.time()
     stamp = now_timestamp()
     after = time.time()
-    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z", stamp)
-    # Milliseconds, truncated: at most one millisecond before the time it was taken.
-    assert before - 0.001 <= parse_timestamp(stamp).timestamp() <= after
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z", stamp)
+    # Microseconds, truncated: at most a few microseconds from the time it was taken.
+    assert before - 0.001 <= parse_timestamp(stamp).timestamp() <= after + 0.001
+
+
+def test_now_timestamp_never_repeats_within_a_process() -> None:
+    # ListTasks puts the newest first: stamps taken in a burst must still be in order.
+    stamps = [now_timestamp() for _ in range(10_000)]
+    assert stamps == sorted(stamps)
+    assert len(set(stamps)) == len(stamps)
 
 
 def test_now_timestamp_moves_on() -> None:

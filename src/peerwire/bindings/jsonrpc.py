@@ -3,8 +3,15 @@
 Decisions where the spec is silent: request ids are echoed exactly (a string stays a string, a
 number a number); batches, requests without an id, ids that are null, fractional or boolean
 are ``InvalidRequestError`` (-32600); an error found before the id is known answers with
-``"id": null``. Authentication and permission errors have no JSON-RPC code (facts §7.3): they
-are answered at HTTP level (``response_status``: 401 / 403) with a JSON-RPC error body all the
+``"id": null``, and so do a parse error (``error_id``) and a request whose id cannot be
+echoed (not a string or an integer).
+A body that is not JSON (also: invalid UTF-8, trailing bytes, lone surrogates, nesting
+deeper than ``types.MAX_JSON_DEPTH``) is ``JSONParseError`` (-32700); valid JSON holding a
+number beyond any JSON value's range (``1e999``) in the params is one too, the same number
+as the id an ``InvalidRequestError``.
+
+Authentication and permission errors have no JSON-RPC code (facts §7.3): they are answered
+at HTTP level (``response_status``: 401 / 403) with a JSON-RPC error body all the
 same, whose code is ``HTTP_LEVEL_ERROR_CODE`` (-32000, JSON-RPC's implementation-defined
 server error) and whose ErrorInfo reason (``UNAUTHENTICATED`` / ``PERMISSION_DENIED``) names
 the error.
@@ -24,6 +31,7 @@ from ..errors import (
     MethodNotFoundError,
     error_details,
     wire_info,
+    wire_message,
 )
 from ..errors import to_jsonrpc_error as _error_object
 from ..types import (
@@ -37,6 +45,7 @@ from ..types import (
     SendMessageRequest,
     SubscribeToTaskRequest,
     TaskPushNotificationConfig,
+    check_document,
     decode,
     encode,
 )
@@ -50,6 +59,7 @@ __all__ = [
     "encode_error",
     "encode_request",
     "encode_result",
+    "error_id",
     "request_id_of",
     "response_status",
     "result_envelope",
@@ -111,6 +121,22 @@ class _Envelope(msgspec.Struct, frozen=True):
 
 _envelope_decoder = msgspec.json.Decoder(_Envelope)
 
+_NO_MEMBER = msgspec.Raw(b"")
+
+
+class _RawEnvelope(msgspec.Struct, frozen=True):
+    """The members of a document that is not a valid envelope, each as its JSON text: what is
+    wrong is told member by member, and an id can be read whatever the rest holds."""
+
+    jsonrpc: msgspec.Raw = _NO_MEMBER
+    method: msgspec.Raw = _NO_MEMBER
+    id: msgspec.Raw = _NO_MEMBER
+
+
+_raw_envelope_decoder = msgspec.json.Decoder(_RawEnvelope)
+_id_decoder: msgspec.json.Decoder[int | str | None] = msgspec.json.Decoder(int | str | None)
+_text_decoder = msgspec.json.Decoder(str)
+
 
 class Request(msgspec.Struct, frozen=True, gc=False):
     """A decoded request: its id as JSON bytes (echoed verbatim), method and typed params.
@@ -124,20 +150,26 @@ class Request(msgspec.Struct, frozen=True, gc=False):
 
 
 def request_id_of(body: bytes) -> bytes:
-    """The request's id as JSON, if ``body`` has a usable one, else ``null`` (for errors)."""
+    """The request's id as JSON, if ``body`` is JSON with a usable one, else ``null`` (for
+    errors). Never raises."""
     try:
-        document = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+        check_document(body)
+        envelope = _raw_envelope_decoder.decode(body)
+        value = _id_decoder.decode(envelope.id) if envelope.id else None
+    except (A2AError, msgspec.DecodeError):
         return b"null"
-    if isinstance(document, dict):
-        value = document.get("id")
-        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-            return msgspec.json.encode(value)
-    return b"null"
+    return b"null" if value is None else msgspec.json.encode(value)
+
+
+def error_id(body: bytes, error: A2AError) -> bytes:
+    """The id to answer a refused request with: ``null`` for a parse error (JSON-RPC 2.0 §5:
+    no id read from text that is not JSON can be trusted), else ``request_id_of(body)``."""
+    return b"null" if isinstance(error, JSONParseError) else request_id_of(body)
 
 
 def decode_request(body: bytes) -> Request:
     """Decode a JSON-RPC request. Raises an ``A2AError``; ``request_id_of`` gives its id."""
+    check_document(body)
     try:
         envelope = _envelope_decoder.decode(body)
     except msgspec.ValidationError:
@@ -162,25 +194,37 @@ def decode_request(body: bytes) -> Request:
 
 
 def _envelope_problem(body: bytes) -> A2AError:
-    """Say precisely what is wrong with a JSON document that is not a request envelope."""
-    document = msgspec.json.decode(body)
-    if isinstance(document, list):
-        return InvalidRequestError(
-            "Request payload validation error: batch requests are not supported"
-        )
-    if not isinstance(document, dict):
-        return InvalidRequestError("Request payload validation error: expected a JSON object")
-    if "method" not in document:
-        return InvalidRequestError('Request payload validation error: "method" is missing')
-    if not isinstance(document.get("method"), str):
-        return InvalidRequestError('Request payload validation error: "method" must be a string')
-    if not isinstance(document.get("jsonrpc"), str):
-        return InvalidRequestError('Request payload validation error: "jsonrpc" must be "2.0"')
-    if "id" in document:
-        return InvalidRequestError(
-            "Request payload validation error: the id must be a string or an integer"
-        )
-    return InvalidRequestError("Request payload validation error")
+    """Say precisely what is wrong with a document the envelope decoder refused: not JSON
+    after all (the member it stopped at was wrong, and the text breaks off later), or which
+    member is wrong."""
+    try:
+        envelope = _raw_envelope_decoder.decode(body)
+    except msgspec.ValidationError:
+        # Valid JSON, but not an object.
+        if body.lstrip(b" \t\r\n")[:1] == b"[":
+            return _invalid_request("batch requests are not supported")
+        return _invalid_request("expected a JSON object")
+    except msgspec.DecodeError as exc:
+        return JSONParseError(f"Invalid JSON payload: {exc}")
+    if not envelope.method:
+        return _invalid_request('"method" is missing')
+    if _text(envelope.method) is None:
+        return _invalid_request('"method" must be a string')
+    if _text(envelope.jsonrpc) is None:
+        return _invalid_request('"jsonrpc" must be "2.0"')
+    # Every other member is one the envelope decoder takes: the id is what it refused.
+    return _invalid_request("the id must be a string or an integer")
+
+
+def _text(raw: msgspec.Raw) -> str | None:
+    try:
+        return _text_decoder.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
+def _invalid_request(what: str) -> InvalidRequestError:
+    return InvalidRequestError(f"Request payload validation error: {what}")
 
 
 _RESULT_HEAD = b'{"jsonrpc":"2.0","id":'
@@ -204,7 +248,7 @@ def encode_error(request_id: bytes, error: A2AError) -> bytes:
     if wire_info(error).jsonrpc_code is None:
         obj = {
             "code": HTTP_LEVEL_ERROR_CODE,
-            "message": error.message,
+            "message": wire_message(error),
             "data": error_details(error),
         }
     else:

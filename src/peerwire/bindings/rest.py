@@ -22,7 +22,9 @@ Decisions where the spec is silent: a path value also given in the body or the q
 agree with the path (else ``InvalidParamsError``); an empty path variable is
 ``InvalidParamsError``; unknown query parameters are ignored like unknown JSON members;
 repeated values of a non-repeated parameter are refused; ``+`` in a query means a space
-(form encoding, as gateways read it) except in timestamps, which never contain one.
+(form encoding, as gateways read it) except in timestamps, which never contain one. A body
+is screened as JSON-RPC's is (``types.check_document``: nesting, UTF-8): what is not JSON is
+``JSONParseError`` (400 INVALID_ARGUMENT, reason PARSE_ERROR).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from ..errors import (
     MethodNotFoundError,
     to_rest_error,
 )
-from ..types import Timestamp, decode, encode, from_builtins
+from ..types import Timestamp, check_document, decode, encode, from_builtins
 from .jsonrpc import METHODS
 
 __all__ = [
@@ -367,6 +369,7 @@ def build_request(match: RouteMatch, *, query: str | bytes = "", body: bytes = b
 def _from_body(route: Route, path_values: Mapping[str, str], body: bytes) -> Any:
     if not body.strip():
         body = b"{}"
+    check_document(body)
     if all(not f.required for f in route.path_fields):
         # The fast path (SendMessage): decode straight into the type, then bind the path.
         request = decode(body, route.request_type)

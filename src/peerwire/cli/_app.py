@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from .. import __version__
+from ._exits import EXIT_CODES_HELP
 
 app = typer.Typer(
     name="peerwire",
@@ -13,6 +18,22 @@ app = typer.Typer(
 )
 
 
-@app.callback()
-def _root() -> None:
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"peerwire {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(epilog=EXIT_CODES_HELP)
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print peerwire's version and exit.",
+            callback=_print_version,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
     """Serve, call and inspect Agent2Agent (A2A) 1.0 agents."""

@@ -7,9 +7,14 @@ from typing import Annotated
 
 import typer
 
+from ._auth import ENV_API_KEY, ENV_BEARER, ENV_HEADERS
+
 __all__ = [
+    "ApiKeyOption",
+    "BearerOption",
     "BindingName",
     "BindingOption",
+    "HeaderOption",
     "JsonOption",
     "TaskIdArgument",
     "TimeoutOption",
@@ -59,5 +64,53 @@ JsonOption = Annotated[
     typer.Option(
         "--json",
         help="Print the A2A objects themselves as JSON (a stream: one StreamResponse a line).",
+    ),
+]
+
+# The agent's card says which credentials it takes and where they go; these options give
+# them (see _auth.py). Their variables are read by _auth, not by typer, so that a variable
+# and its flag combine as documented.
+_AUTH_PANEL = "Authentication"
+
+HeaderOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header",
+        "-H",
+        metavar="NAME:VALUE",
+        help=(
+            "Send this header with every request, the card's too (repeatable). Also "
+            f"{ENV_HEADERS}: one NAME:VALUE a line."
+        ),
+        show_default=False,
+        rich_help_panel=_AUTH_PANEL,
+    ),
+]
+
+BearerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--bearer",
+        metavar="TOKEN",
+        help=(
+            "A bearer token, sent as 'Authorization: Bearer TOKEN' where the card asks for "
+            f"one (HTTP Bearer, OAuth 2.0, OpenID Connect). Also {ENV_BEARER}."
+        ),
+        show_default=False,
+        rich_help_panel=_AUTH_PANEL,
+    ),
+]
+
+ApiKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        metavar="KEY",
+        help=(
+            "An API key, sent where the card's API key scheme says (its header, query "
+            f"parameter or cookie). Also {ENV_API_KEY}."
+        ),
+        show_default=False,
+        rich_help_panel=_AUTH_PANEL,
     ),
 ]

@@ -8,22 +8,27 @@ bypasses rich: one ProtoJSON document per line, exactly the A2A object, so it ca
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+import anyio
 import msgspec
 from rich.console import Console
 from rich.text import Text
 
 from ..client import Payload
-from ..protocol import TaskRecord, closes_stream
+from ..protocol import ACTIVE, TaskRecord, closes_stream
 from ..types import (
     AgentCard,
     Artifact,
     Message,
+    OAuthFlows,
     Part,
     Role,
+    SecurityRequirement,
+    SecurityScheme,
     StreamResponse,
     Task,
     TaskArtifactUpdateEvent,
@@ -31,17 +36,22 @@ from ..types import (
     TaskStatusUpdateEvent,
     encode,
 )
+from ._states import state_name
 
 __all__ = [
+    "Silent",
     "StreamView",
     "console",
     "follow",
+    "follow_hint",
     "parts_text",
     "print_card",
     "print_json",
     "print_message",
     "print_task",
     "print_task_line",
+    "requirements_text",
+    "scheme_text",
     "spinner",
     "state_label",
     "stream_response",
@@ -102,8 +112,8 @@ def spinner(out: Console, text: str, *, enabled: bool = True) -> Iterator[Any]:
 
 
 def state_label(state: TaskState) -> Text:
-    """``COMPLETED``, styled by how it went."""
-    return Text(_plain(state), style=_STATE_STYLES.get(state, ""))
+    """``completed``, styled by how it went."""
+    return Text(state_name(state), style=_STATE_STYLES.get(state, ""))
 
 
 def parts_text(parts: Sequence[Part]) -> str:
@@ -152,12 +162,14 @@ def print_task(
     task: Task,
     *,
     url: str | None = None,
+    streaming: bool = True,
     history: bool = False,
     artifacts: bool = True,
 ) -> None:
     """A task: its state, its status message (a question, a reason), its artifacts.
 
-    ``url``: the agent's, to show how to answer a task that asks for input.
+    ``url``: the agent's, to show how to answer a task that asks for input, or to follow one
+    that still runs (with ``subscribe`` if the agent ``streaming``, else ``get``).
     """
     out.print(Text.assemble(("Task ", "bold"), task.id, "  ", state_label(task.status.state)))
     if task.context_id:
@@ -177,6 +189,18 @@ def print_task(
     if state is TaskState.INPUT_REQUIRED and url is not None:
         hint = f'peerwire send {url} "<your answer>" --task {task.id}'
         out.print(Text.assemble("  ", ("answer with: ", "dim"), (hint, "dim")))
+    elif state in ACTIVE and url is not None:
+        out.print(
+            Text.assemble(
+                "  ", ("follow with: ", "dim"), (follow_hint(url, task.id, streaming), "dim")
+            )
+        )
+
+
+def follow_hint(url: str, task_id: str, streaming: bool = True) -> str:
+    """The commands that follow a task that still runs."""
+    get = f"peerwire get {url} {task_id}"
+    return f"peerwire subscribe {url} {task_id} (or: {get})" if streaming else get
 
 
 def print_task_line(out: Console, task: Task) -> None:
@@ -239,6 +263,7 @@ def print_card(out: Console, card: AgentCard) -> None:
                 f"  {interface.url}{tenant}"
             )
         )
+    _print_security(out, card)
     out.print(Text(f"skills ({len(card.skills)}):", style="bold"))
     for skill in card.skills:
         named = f"{skill.name}: " if skill.name != skill.id else ""
@@ -250,10 +275,83 @@ def print_card(out: Console, card: AgentCard) -> None:
             details.append("examples: " + ", ".join(f'"{e}"' for e in skill.examples))
         if details:
             out.print(Text("    " + "   ".join(details), style="dim"))
-    if card.security_schemes:
-        out.print(Text("security: " + ", ".join(sorted(card.security_schemes)), style="bold"))
+        if skill.security_requirements:
+            out.print(
+                Text.assemble(
+                    "    ", ("requires: ", "bold"), requirements_text(skill.security_requirements)
+                )
+            )
     if card.signatures:
         out.print(Text(f"signed: {len(card.signatures)} signature(s)"))
+
+
+def _print_security(out: Console, card: AgentCard) -> None:
+    """The card's security schemes (what each is) and what a call requires of them."""
+    if card.security_schemes:
+        out.print(Text("security schemes:", style="bold"))
+        width = max(len(name) for name in card.security_schemes)
+        for name, scheme in card.security_schemes.items():
+            out.print(Text(f"  {name:<{width}}  {scheme_text(scheme)}"))
+    if card.security_requirements:
+        out.print(
+            Text.assemble(("requires: ", "bold"), requirements_text(card.security_requirements))
+        )
+
+
+def requirements_text(requirements: Sequence[SecurityRequirement]) -> str:
+    """``oauth (scopes a b) or key``: the alternatives, each the schemes it needs together."""
+    alternatives = []
+    for requirement in requirements:
+        if not requirement.schemes:
+            alternatives.append("no credentials")
+            continue
+        alternatives.append(
+            " and ".join(
+                f"{name} (scopes {' '.join(scopes.list)})" if scopes.list else name
+                for name, scopes in requirement.schemes.items()
+            )
+        )
+    return " or ".join(alternatives)
+
+
+def scheme_text(scheme: SecurityScheme) -> str:
+    """What kind of credential a scheme takes, and where it goes."""
+    if (key := scheme.api_key_security_scheme) is not None:
+        kind, description = f"API key in {key.location} {key.name}", key.description
+    elif (http := scheme.http_auth_security_scheme) is not None:
+        shown = (
+            http.scheme.capitalize() if http.scheme.lower() in ("bearer", "basic") else http.scheme
+        )
+        bearer_format = f" ({http.bearer_format})" if http.bearer_format else ""
+        kind, description = f"HTTP {shown}{bearer_format}", http.description
+    elif (oauth := scheme.oauth2_security_scheme) is not None:
+        kind = "OAuth 2.0 " + _flow_text(oauth.flows)
+        if oauth.oauth2_metadata_url:
+            kind += f", metadata {oauth.oauth2_metadata_url}"
+        description = oauth.description
+    elif (oidc := scheme.open_id_connect_security_scheme) is not None:
+        kind, description = f"OpenID Connect ({oidc.open_id_connect_url})", oidc.description
+    elif (mtls := scheme.mtls_security_scheme) is not None:
+        kind, description = "mutual TLS (a client certificate)", mtls.description
+    else:  # a SecurityScheme holds exactly one of the above
+        kind, description = "unknown", ""
+    return f"{kind}: {description}" if description else kind
+
+
+def _flow_text(flows: OAuthFlows) -> str:
+    if (code := flows.authorization_code) is not None:
+        text, scopes = f"authorization code (token URL {code.token_url})", code.scopes
+    elif (client := flows.client_credentials) is not None:
+        text, scopes = f"client credentials (token URL {client.token_url})", client.scopes
+    elif (device := flows.device_code) is not None:
+        text, scopes = f"device code (token URL {device.token_url})", device.scopes
+    elif (implicit := flows.implicit) is not None:
+        text, scopes = f"implicit (authorization URL {implicit.authorization_url})", implicit.scopes
+    elif (password := flows.password) is not None:
+        text, scopes = f"password (token URL {password.token_url})", password.scopes
+    else:
+        return "(no flow)"
+    return text + (f", scopes {' '.join(scopes)}" if scopes else "")
 
 
 class StreamView:
@@ -339,13 +437,37 @@ def _quoted(text: str) -> str:
     return '"' + text.replace("\n", "\\n") + '"'
 
 
+class Silent(Exception):
+    """A stream brought no event for ``seconds``: its task, if it named one, still runs."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no event for {seconds:g} s")
+        self.seconds = seconds
+
+
 async def follow(
-    view: StreamView, events: AsyncIterator[Payload], agent_name: str, *, as_json: bool
+    view: StreamView,
+    events: AsyncIterator[Payload],
+    agent_name: str,
+    *,
+    as_json: bool,
+    idle: float | None = None,
 ) -> None:
-    """Show a stream to its end: events as they come (or as JSON lines), a spinner between."""
+    """Show a stream to its end: events as they come (or as JSON lines), a spinner between.
+
+    ``idle``: seconds the stream may go without an event (keep-alives do not count) before
+    ``Silent`` is raised, whatever the client does meanwhile to follow the task.
+    """
     with spinner(view.out, f"Waiting for {agent_name}…", enabled=not as_json) as status:
         try:
-            async for payload in events:
+            while True:
+                with anyio.move_on_after(math.inf if idle is None else idle) as waiting:
+                    try:
+                        payload = await anext(events)
+                    except StopAsyncIteration:
+                        break
+                if waiting.cancelled_caught:
+                    raise Silent(math.inf if idle is None else idle)
                 if as_json:
                     print_json(stream_response(payload))
                 view.show(payload)
@@ -354,13 +476,9 @@ async def follow(
                     # open (waiting for someone's answer), but the caller is done.
                     break
                 if status is not None and view.state is not None:
-                    status.update(Text(f"{agent_name}: {_plain(view.state)}…"))
+                    status.update(Text(f"{agent_name}: {state_name(view.state)}…"))
         finally:
             close = getattr(events, "aclose", None)  # the client's streams are generators
             if close is not None:
                 await close()
     view.finish()
-
-
-def _plain(state: TaskState) -> str:
-    return state.value.removeprefix("TASK_STATE_")

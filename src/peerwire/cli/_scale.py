@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..server.bus import EventBus, open_bus
-from ..server.queue_redis import RedisWorkQueue
 from ..server.stores import TaskStore, open_store
+
+if TYPE_CHECKING:  # the "redis" extra: every command imports this module, most without it
+    from ..server.queue_redis import RedisWorkQueue
 
 LeaseTtl = Annotated[
     float,
@@ -33,6 +35,8 @@ def work_queue(
             "sharing work between processes needs a Redis bus (redis://HOST:PORT)",
             param_hint="--bus",
         )
+    from ..server.queue_redis import RedisWorkQueue
+
     try:
         return RedisWorkQueue.from_url(
             bus, lease_ttl=lease_ttl, reclaim_idle=reclaim_idle, sweep_every=sweep_every

@@ -1,21 +1,17 @@
-"""How a command talks to an agent: connect per ``--binding``, run, and end with an exit code.
-
-Exit codes (the same for every command)::
-
-    0  the task completed, the agent replied with a message, or the command did what it said
-    1  an error: unreachable agent, invalid card, protocol error, task not found, ...
-    2  usage: a bad argument or option (typer reports these itself)
-    3  the task needs you: INPUT_REQUIRED or AUTH_REQUIRED
-    4  the task did not succeed: FAILED, REJECTED or CANCELED
+"""How a command talks to an agent: connect per ``--binding`` with the caller's headers and
+credentials, run, and end with an exit code (the table of ``_exits``).
 
 Errors are reported as one line on stderr; a traceback is shown only with ``PEERWIRE_DEBUG=1``.
+Both pass through ``CallerAuth.redact``: no secret given on the command line is printed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+import sys
+import traceback
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import NoReturn
 
 import anyio
@@ -25,73 +21,80 @@ import typer
 from ..client import Client, default_card_cache
 from ..client._card import card_url
 from ..client._client import DEFAULT_BINDINGS
-from ..errors import A2AError, PeerwireError
-from ..protocol import INTERRUPTED, TERMINAL
+from ..errors import A2AError, AuthenticationError, PeerwireError
 from ..server.app import INTERFACE_NAMES
 from ..types import AgentCard, TaskState
+from ._auth import NO_AUTH, CallerAuth
+from ._exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_RUNNING
 from ._options import BindingName
+from ._render import follow_hint
+from ._states import state_name
 
 __all__ = [
-    "EXIT_CODES_HELP",
-    "EXIT_ERROR",
-    "EXIT_NEEDS_INPUT",
-    "EXIT_OK",
-    "EXIT_UNSUCCESSFUL",
-    "EXIT_USAGE",
     "CommandError",
     "connect",
-    "exit_code",
     "fetch_card",
+    "note",
+    "report",
     "run",
+    "still_running",
 ]
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_NEEDS_INPUT = 3
-EXIT_UNSUCCESSFUL = 4
-_EXIT_INTERRUPTED = 130  # the shell's convention for Ctrl-C
-
-
-# For the help of the commands whose exit code says how the task went.
-EXIT_CODES_HELP = (
-    "Exit codes: 0 completed (or a message reply), 3 input or auth required, "
-    "4 failed, rejected or canceled, 1 an error, 2 bad usage."
-)
 
 
 class CommandError(Exception):
     """A problem the command found itself (not the agent): reported as one line, exit 1."""
 
 
-def exit_code(state: TaskState) -> int:
-    """The exit code for a task that ended (or paused) in ``state``."""
-    if state in INTERRUPTED:
-        return EXIT_NEEDS_INPUT
-    if state in TERMINAL and state is not TaskState.COMPLETED:
-        return EXIT_UNSUCCESSFUL
-    # COMPLETED, or still SUBMITTED/WORKING (get/list of a running task): nothing went wrong.
-    return EXIT_OK
-
-
-def run(main: Callable[[], Awaitable[int]]) -> NoReturn:
+def run(main: Callable[[], Awaitable[int]], auth: CallerAuth = NO_AUTH) -> NoReturn:
     """Run a command's coroutine; report any error as one line and exit with its code."""
     try:
         code = anyio.run(main)
     except KeyboardInterrupt:
         report("interrupted")
-        code = _EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED
     except Exception as exc:  # every failure becomes one line, never a traceback
         if os.environ.get("PEERWIRE_DEBUG"):
-            raise
-        report(describe(_single(exc)))
+            sys.stderr.write(auth.redact("".join(traceback.format_exception(exc))))
+        problem = _single(exc)
+        said = describe(problem)
+        if isinstance(problem, AuthenticationError) and not (auth.credentials or auth.headers):
+            said += (
+                "; give credentials with --bearer, --api-key or --header "
+                "('peerwire card' shows what the agent takes)"
+            )
+        report(said, auth)
         code = EXIT_ERROR
     raise typer.Exit(code)
 
 
-def report(problem: str) -> None:
-    """One line on stderr."""
-    typer.echo("error: " + " ".join(problem.split()), err=True)
+def report(problem: str, auth: CallerAuth = NO_AUTH) -> None:
+    """One line on stderr, secrets hidden."""
+    typer.echo(auth.redact("error: " + " ".join(problem.split())), err=True)
+
+
+def note(text: str, auth: CallerAuth = NO_AUTH) -> None:
+    """A remark on stderr that is not an error (stdout stays the result)."""
+    typer.echo(auth.redact("note: " + " ".join(text.split())), err=True)
+
+
+def still_running(
+    url: str,
+    task_id: str,
+    state: TaskState | None,
+    why: str,
+    *,
+    streaming: bool = True,
+    auth: CallerAuth = NO_AUTH,
+) -> int:
+    """Say that the wait for a task ran out (``why``) while it runs, and how to follow it;
+    exit 5."""
+    said = "running" if state is None else state_name(state)
+    note(
+        f"{why} (the --timeout); task {task_id} is still {said}. "
+        f"Follow it with: {follow_hint(url, task_id, streaming)}",
+        auth,
+    )
+    return EXIT_RUNNING
 
 
 def describe(exc: BaseException) -> str:
@@ -116,9 +119,11 @@ def _single(exc: BaseException) -> BaseException:
     return exc
 
 
-async def fetch_card(http: httpx.AsyncClient, url: str, timeout: float) -> AgentCard:
+async def fetch_card(
+    http: httpx.AsyncClient, url: str, timeout: float, headers: Mapping[str, str] | None = None
+) -> AgentCard:
     """The agent's card (validated; cached for the client that connects next)."""
-    return await default_card_cache.fetch(http, card_url(url), timeout=timeout)
+    return await default_card_cache.fetch(http, card_url(url), headers=headers, timeout=timeout)
 
 
 @contextlib.asynccontextmanager
@@ -127,9 +132,11 @@ async def connect(
     binding: BindingName | None,
     timeout: float,
     *,
+    auth: CallerAuth = NO_AUTH,
     http: httpx.AsyncClient | None = None,
 ) -> AsyncIterator[Client]:
-    """A client for the agent at ``url``, on the card's interface of ``binding`` if given.
+    """A client for the agent at ``url``, on the card's interface of ``binding`` if given,
+    sending ``auth``'s headers and the credentials of it the card asks for.
 
     ``http`` is the HTTP client to use (the demo's records the wire); by default one is made
     and closed here.
@@ -140,7 +147,7 @@ async def connect(
         bindings: tuple[str, ...] = DEFAULT_BINDINGS
         if binding is not None:
             wanted = INTERFACE_NAMES[binding.value]
-            card = await fetch_card(http, url, timeout)
+            card = await fetch_card(http, url, timeout, auth.headers)
             offered = [i.protocol_binding for i in card.supported_interfaces]
             if wanted not in offered:
                 raise CommandError(
@@ -154,8 +161,21 @@ async def connect(
                 url,
                 bindings=bindings,
                 timeout=timeout,
-                stream_idle_timeout=timeout,
+                # The commands bound a stream's silence themselves (``follow(idle=)``), so
+                # that a silent agent ends the command after --timeout and not after the
+                # client's rounds of resubscribing.
+                stream_idle_timeout=None,
+                headers=auth.headers,
                 http_client=http,
+                credentials=auth.credentials,
             )
         )
+        unused = auth.unused_flags(client.card)
+        if unused:
+            note(
+                f"the card of {client.card.name} asks for no credentials, so "
+                f"{' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} not sent "
+                "(--header sends a header whatever the card says)",
+                auth,
+            )
         yield client

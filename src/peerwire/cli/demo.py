@@ -1,20 +1,18 @@
 """``peerwire demo``: two A2A agents on this machine, one calling the other, step by step.
 
-It serves the Glossary Agent (samples/glossary.py) and the Brief Agent (samples/brief.py) on
-free loopback ports in this process, their tasks in SQLite files in a temporary folder, and
-walks through the protocol: the card, a blocking send, a stream, GetTask, a question and its
-answer on the same task, one agent calling another (and failing), and a cancel. Each step
-prints what went in and what came out; ``--wire`` adds the HTTP traffic itself. Everything it
-started is stopped before it exits.
+It serves the Glossary Agent and the Brief Agent (``peerwire.samples``, installed with the
+package) on free loopback ports in this process, their tasks in SQLite files in a temporary
+folder (nothing is written to the current one), and walks through the protocol: the card, a
+blocking send, a stream, GetTask, a question and its answer on the same task, one agent
+calling another (and failing), and a cancel. Each step prints what went in and what came out;
+``--wire`` adds the HTTP traffic itself. Everything it started is stopped before it exits.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
-import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Annotated
 
@@ -25,11 +23,12 @@ from rich.console import Console
 from rich.text import Text
 
 from ..client import Client
-from ..server import Agent
 from ..types import Message, Task, TaskState, TaskStatusUpdateEvent
 from ._app import app
+from ._exits import EXIT_OK
 from ._render import StreamView, console, print_card, print_task, state_label
-from ._session import EXIT_OK, CommandError, run
+from ._session import CommandError, run
+from ._states import state_name
 from ._wire import WireTap
 
 __all__ = ["Demo", "demo_command"]
@@ -62,8 +61,11 @@ class Demo:
         self._step = 0
 
     async def run(self) -> int:
-        glossary_agent, make_brief_agent = load_samples()
-        from ..testing import live_server  # the server extra: imported only when serving
+        # Imported only when the demo runs: the other commands need neither the samples nor
+        # the server extra.
+        from ..samples.brief import make_agent as make_brief_agent
+        from ..samples.glossary import agent as glossary_agent
+        from ..testing import live_server
 
         with anyio.fail_after(_DEMO_TIMEOUT_S), tempfile.TemporaryDirectory() as folder:
             stores = Path(folder)
@@ -224,36 +226,6 @@ class Demo:
     def _expect(self, task: Task, wanted: TaskState) -> None:
         if task.status.state is not wanted:
             raise CommandError(
-                f"step {self._step} of the demo expected task {task.id} to be {wanted.value}, "
-                f"it is {task.status.state.value}"
+                f"step {self._step} of the demo expected task {task.id} to be "
+                f"{state_name(wanted)}, it is {state_name(task.status.state)}"
             )
-
-
-def load_samples() -> tuple[Agent, Callable[[str], Agent]]:
-    """The Glossary agent and the Brief agent factory, from the repository's samples/.
-
-    They are found from the current directory or, in a source checkout, next to the package.
-    """
-    for root in (Path.cwd(), Path(__file__).resolve().parents[3]):
-        if (root / "samples" / "glossary.py").is_file() and (
-            root / "samples" / "brief.py"
-        ).is_file():
-            if str(root) not in sys.path:
-                sys.path.insert(0, str(root))
-            break
-    try:
-        glossary = importlib.import_module("samples.glossary")
-        brief = importlib.import_module("samples.brief")
-    except ImportError as exc:
-        raise CommandError(
-            "peerwire demo serves the sample agents of the peerwire repository (samples/): "
-            f"run it from the repository root ({exc})"
-        ) from None
-    agent = getattr(glossary, "agent", None)
-    make_agent = getattr(brief, "make_agent", None)
-    if not isinstance(agent, Agent) or not callable(make_agent):
-        raise CommandError(
-            f"the samples package found at {Path(glossary.__file__ or '?').parent} is not "
-            "peerwire's (no Glossary agent or Brief make_agent)"
-        )
-    return agent, make_agent

@@ -8,11 +8,20 @@ import typer
 
 from ..types import ListTasksResponse, Task, TaskState
 from ._app import app
-from ._options import BindingOption, JsonOption, TimeoutOption, UrlArgument
+from ._auth import caller_auth
+from ._exits import EXIT_OK
+from ._options import (
+    ApiKeyOption,
+    BearerOption,
+    BindingOption,
+    HeaderOption,
+    JsonOption,
+    TimeoutOption,
+    UrlArgument,
+)
 from ._render import console, print_json, print_task_line
-from ._session import EXIT_OK, connect, run
-
-_STATE_NAMES = [s.value.removeprefix("TASK_STATE_").lower() for s in TaskState][1:]
+from ._session import connect, run
+from ._states import STATE_NAMES, parse_state
 
 
 @app.command("list")
@@ -25,7 +34,10 @@ def list_command(
         str | None,
         typer.Option(
             "--state",
-            help=f"Only tasks in this state: {', '.join(_STATE_NAMES)}.",
+            help=(
+                f"Only tasks in this state: {', '.join(STATE_NAMES)} (any case, '_' for '-', "
+                "or the wire name TASK_STATE_...)."
+            ),
             show_default=False,
         ),
     ] = None,
@@ -36,16 +48,20 @@ def list_command(
     json: JsonOption = False,
     binding: BindingOption = None,
     timeout: TimeoutOption = 60.0,
+    header: HeaderOption = None,
+    bearer: BearerOption = None,
+    api_key: ApiKeyOption = None,
 ) -> None:
     """List tasks, newest update first, fetching every page.
 
     --json prints one ListTasksResponse holding the tasks of all pages.
     """
     status = _state(state) if state is not None else None
+    auth = caller_auth(header, bearer, api_key)
 
     async def main() -> int:
         tasks: list[Task] = []
-        async with connect(url, binding, timeout) as client:
+        async with connect(url, binding, timeout, auth=auth) as client:
             async for task in client.list_tasks(
                 context_id=context, status=status, page_size=page_size
             ):
@@ -63,15 +79,13 @@ def list_command(
         out.print(f"{len(tasks)} task{'' if len(tasks) == 1 else 's'}")
         return EXIT_OK
 
-    run(main)
+    run(main, auth)
 
 
 def _state(name: str) -> TaskState:
-    """``completed``, ``COMPLETED`` or ``TASK_STATE_COMPLETED``."""
-    wanted = name.strip().upper().removeprefix("TASK_STATE_")
-    for candidate in TaskState:
-        if candidate is not TaskState.UNSPECIFIED and candidate.value == "TASK_STATE_" + wanted:
-            return candidate
-    raise typer.BadParameter(
-        f"unknown state {name!r} (one of {', '.join(_STATE_NAMES)})", param_hint="--state"
-    )
+    state = parse_state(name)
+    if state is None:
+        raise typer.BadParameter(
+            f"unknown state {name!r} (one of {', '.join(STATE_NAMES)})", param_hint="--state"
+        )
+    return state

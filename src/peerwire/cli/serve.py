@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import importlib
 import json
 import os
@@ -19,6 +20,13 @@ from ..server.push import PushSettings
 from ..server.stores import TaskStore, open_store
 from ._app import app
 from ._scale import LeaseTtl, ReclaimIdle, SweepEvery, event_bus, work_queue
+
+
+class HTTPServerName(enum.StrEnum):
+    """The names ``--http`` takes."""
+
+    peerwire = "peerwire"
+    uvicorn = "uvicorn"
 
 
 def load_agent(target: str) -> Agent:
@@ -48,6 +56,14 @@ def serve_command(
     target: Annotated[str, typer.Argument(help="The agent to serve, as MODULE:ATTR.")],
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    http: Annotated[
+        HTTPServerName,
+        typer.Option(
+            case_sensitive=False,
+            help="The HTTP server: peerwire's own (fastest; mTLS principals) or uvicorn "
+            "(needs peerwire[uvicorn]). See docs/DEPLOYMENT.md.",
+        ),
+    ] = HTTPServerName.peerwire,
     public_url: Annotated[
         str | None, typer.Option(help="Base URL the card advertises (default http://HOST:PORT).")
     ] = None,
@@ -139,6 +155,8 @@ def serve_command(
     ] = False,
 ) -> None:
     """Serve an agent: its card, JSON-RPC endpoint and streams."""
+    if http is HTTPServerName.uvicorn:
+        _require_uvicorn()
     task_store = _store(store, retain_finished)
     tls = _tls(ssl_certfile, ssl_keyfile, ssl_ca_certs, require_client_cert)
     push_settings = (
@@ -170,7 +188,16 @@ def serve_command(
         interface_order=_interface_names(interfaces),
         push=push_settings,
         tls=tls,
+        http=http.value,
     )
+
+
+def _require_uvicorn() -> None:
+    """Say so before any work when the chosen server is not installed."""
+    try:
+        from ..server import _uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--http") from None
 
 
 def _tls(

@@ -11,12 +11,14 @@ from ._card import CardCache, default_card_cache
 from ._client import Client
 from ._follow import Payload
 from ._registry import available_bindings, register_transport
+from .transports._limits import ClientLimits
 from .transports.base import CallOptions, Transport, TransportFactory, TransportSettings
 
 __all__ = [
     "CallOptions",
     "CardCache",
     "Client",
+    "ClientLimits",
     "Payload",
     "Transport",
     "TransportFactory",

@@ -15,6 +15,7 @@ import httpx
 import msgspec
 
 from ..errors import (
+    A2ATimeoutError,
     CardSignatureError,
     InvalidAgentCardError,
     InvalidResponseError,
@@ -51,6 +52,7 @@ from ._inprocess import ASGIApp, StreamingASGITransport
 from ._messages import Content, FileLike, build_message
 from ._registry import transport_factory, unavailable_reason
 from .transports._exchange import HTTPExchange, HttpxExchange, PooledExchange
+from .transports._limits import DEFAULT_LIMITS, ClientLimits
 from .transports.base import CallOptions, Transport, TransportSettings
 
 if TYPE_CHECKING:
@@ -120,6 +122,7 @@ class Client:
         card_cache: CardCache | None = None,
         trust: Trust | None = None,
         credentials: Credentials | None = None,
+        limits: ClientLimits | None = None,
     ) -> _Connect:
         """Fetch the agent's card from ``url`` and connect to its first usable interface.
 
@@ -148,6 +151,10 @@ class Client:
         ``NO_PROXY``) send through one go through httpx instead. An ``http_client`` you pass
         is used for everything, as it is configured, and left open.
 
+        ``limits`` (``peerwire.client.ClientLimits``) bound what a server may send (response
+        heads, bodies, SSE events), connecting, and the connections per origin; past one, a
+        call fails with ``InvalidResponseError`` naming it.
+
         Await the result, or use it as ``async with Client.connect(...) as client``.
         """
         return _Connect(
@@ -164,6 +171,7 @@ class Client:
                 card_cache=card_cache,
                 trust=trust,
                 credentials=credentials,
+                limits=limits if limits is not None else DEFAULT_LIMITS,
             )
         )
 
@@ -183,18 +191,19 @@ class Client:
         card_cache: CardCache | None,
         trust: Trust | None,
         credentials: Credentials | None,
+        limits: ClientLimits,
     ) -> Client:
         if app is not None and http_client is not None:
             raise ValueError("pass either app= (in-process) or http_client=, not both")
         http: HTTPExchange
         if http_client is not None:
-            http = HttpxExchange(http_client)  # the caller's: left open
+            http = HttpxExchange(http_client, limits=limits)  # the caller's: left open
         elif app is not None:
             asgi = httpx.AsyncClient(transport=StreamingASGITransport(app), timeout=timeout)
-            http = HttpxExchange(asgi, owned=True)
+            http = HttpxExchange(asgi, owned=True, limits=limits)
         else:
             tls = credentials.ssl_context() if credentials is not None else None
-            http = PooledExchange(ssl_context=tls)
+            http = PooledExchange(ssl_context=tls, limits=limits)
         if card_cache is None:
             # Apps in one process may share a URL; their cards must not be confused.
             card_cache = CardCache() if app is not None else default_card_cache
@@ -266,6 +275,9 @@ class Client:
         Continue a task by passing its ``task_id``. ``message`` is text, a ``Message`` or parts;
         ``data`` adds a data part, ``files`` file parts (local paths are sent inline);
         ``skill`` names the skill of a peerwire agent; ``metadata`` is the message's.
+
+        On a timeout, ``A2ATimeoutError.task_id`` is the continued task's; a new task's id
+        would only have been in the answer (``stream`` knows it from the first event).
         """
         request = await self._send_request(
             message,
@@ -278,7 +290,11 @@ class Client:
             configuration=_configuration(return_immediately, history_length, accepted_output_modes),
         )
         skill = self._skill_of(skill, task_id)
-        response = await self._call("SendMessage", request, SendMessageResponse, skill=skill)
+        try:
+            response = await self._call("SendMessage", request, SendMessageResponse, skill=skill)
+        except A2ATimeoutError as exc:
+            _name_task(exc, task_id)
+            raise
         payload = response.payload
         if isinstance(payload, Task):
             self._remember_skill(payload.id, skill)
@@ -296,11 +312,22 @@ class Client:
         metadata: Mapping[str, Any] | None = None,
         history_length: int | None = None,
         accepted_output_modes: Sequence[str] | None = None,
+        resume_for: float = 0.0,
     ) -> AsyncIterator[Payload]:
         """Send a message and follow what happens: a ``Message`` reply, or the ``Task`` and
         then its ``TaskStatusUpdateEvent``s and ``TaskArtifactUpdateEvent``s until it ends or
         needs input. A dropped connection is followed up with SubscribeToTask transparently.
         Stop early with ``break`` or ``aclose()``; that does not cancel the task.
+
+        A server that ends the stream before the task reached a closing state (it shuts
+        down, or lost its event source) says so: ``StreamEndedError`` (a ``ServerBusyError``)
+        is raised, its ``task_id`` the task to ``subscribe`` to once the server is back.
+        ``resume_for`` seconds (default 0: none) are spent subscribing again instead, with
+        backoff, while the server is not back (a restart, another replica behind the URL);
+        the iteration goes on as after a dropped connection, or raises that error after all.
+
+        An agent silent for longer than ``stream_idle_timeout``, again when subscribed to
+        anew, raises ``A2ATimeoutError``; its ``task_id`` is the task followed (once known).
         """
         request = await self._send_request(
             message,
@@ -315,11 +342,18 @@ class Client:
         skill = self._skill_of(skill, task_id)
         options = await self._call_options(skill)
         events = self._transport.stream("SendStreamingMessage", request, options)
-        async with contextlib.aclosing(self._follower.follow(events)) as followed:
-            async for payload in followed:
-                if isinstance(payload, Task):
-                    self._remember_skill(payload.id, skill)
-                yield payload
+        followed_events = self._follower.follow(events, resume_for=resume_for)
+        following = task_id
+        async with contextlib.aclosing(followed_events) as followed:
+            try:
+                async for payload in followed:
+                    if isinstance(payload, Task):
+                        following = payload.id
+                        self._remember_skill(payload.id, skill)
+                    yield payload
+            except A2ATimeoutError as exc:
+                _name_task(exc, following)
+                raise
 
     async def _send_request(
         self,
@@ -388,20 +422,26 @@ class Client:
         )
         return await self._call("CancelTask", request, Task)
 
-    async def subscribe(self, task_id: str) -> AsyncIterator[Payload]:
+    async def subscribe(self, task_id: str, *, resume_for: float = 0.0) -> AsyncIterator[Payload]:
         """Follow a running task: its ``Task`` snapshot first, then its updates, until it ends
         or needs input. A dropped connection is resubscribed and the new snapshot merged in as
         updates, so you see the true state without any chunk twice; if the task finished
         meanwhile, the final ``Task`` (from GetTask) ends the iteration.
 
         Subscribing to a task that has already finished raises ``UnsupportedOperationError``
-        (facts §2.3 (6)): use ``get_task`` for it.
+        (facts §2.3 (6)): use ``get_task`` for it. A server that ends the stream early raises
+        ``StreamEndedError``, or is subscribed to again for ``resume_for`` seconds, as for
+        ``stream``; a timeout raises ``A2ATimeoutError`` with this ``task_id``.
         """
         async with contextlib.aclosing(
-            self._follower.follow(self._resubscribe(task_id))
+            self._follower.follow(self._resubscribe(task_id), resume_for=resume_for)
         ) as followed:
-            async for payload in followed:
-                yield payload
+            try:
+                async for payload in followed:
+                    yield payload
+            except A2ATimeoutError as exc:
+                _name_task(exc, task_id)
+                raise
 
     def _resubscribe(self, task_id: str) -> AsyncIterator[StreamResponse]:
         request = SubscribeToTaskRequest(tenant=self._tenant, id=task_id)
@@ -567,6 +607,12 @@ class _Connect:
     ) -> None:
         if self._client is not None:
             await self._client.aclose()
+
+
+def _name_task(exc: A2ATimeoutError, task_id: str | None) -> None:
+    """Say which task a call that timed out was following, so the caller can follow it on."""
+    if exc.task_id is None:
+        exc.task_id = task_id
 
 
 def _signature_check(trust: Trust, url: str) -> CardCheck:

@@ -9,11 +9,18 @@ the task is folded into a ``TaskRecord`` with the protocol's rules. How a stream
 * otherwise the connection dropped: the task is followed again with SubscribeToTask, whose
   snapshot is merged in as updates (``catch_up``), so no chunk reaches the caller twice. If
   the task finished meanwhile, subscribing is refused (UnsupportedOperationError) and GetTask
-  supplies the final task. Resubscribing gives up after a few attempts that bring nothing new.
+  supplies the final task. Resubscribing gives up after a few attempts that bring nothing new;
+* the server ended the stream before a closing state (``StreamEndedError``: it is shutting
+  down, or lost its event source). That is raised, carrying the task id, so the caller can
+  ``subscribe(task_id)`` once the server is back, unless the caller asked to ``resume_for``
+  some seconds: then the task is subscribed to again, with backoff, while the server refuses
+  (busy, unreachable: a restart, another replica) until that time is up, and followed on as
+  after a drop. Not by default: a server that says it is going away is seldom back at once.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 import anyio
@@ -24,6 +31,8 @@ from ..errors import (
     ClientError,
     IllegalTransitionError,
     InvalidResponseError,
+    ServerBusyError,
+    StreamEndedError,
     UnsupportedOperationError,
 )
 from ..protocol import TaskRecord, closes_stream, ends_blocking_wait, is_terminal
@@ -39,6 +48,9 @@ Subscribe = Callable[[str], AsyncIterator[StreamResponse]]
 GetTask = Callable[[str], Awaitable[Task]]
 
 _DROPS = (A2AConnectionError, A2ATimeoutError)
+# What a server that ended a stream says while it restarts (ServerBusyError covers another
+# StreamEndedError), or a replica behind the same address is not up yet.
+_NOT_BACK_YET = (ServerBusyError, *_DROPS)
 
 
 class TaskFollower:
@@ -59,23 +71,36 @@ class TaskFollower:
         self.backoff = backoff
         self.max_backoff = max_backoff
 
-    async def follow(self, events: AsyncIterator[StreamResponse]) -> AsyncGenerator[Payload, None]:
+    async def follow(
+        self, events: AsyncIterator[StreamResponse], *, resume_for: float = 0.0
+    ) -> AsyncGenerator[Payload, None]:
+        """The payloads of ``events`` and of the resubscriptions that follow it (see the
+        module docstring); ``resume_for``: seconds to keep subscribing again after the server
+        ended the stream early (0: raise its ``StreamEndedError``)."""
         view = _View()
         source = events
+        pending: StreamResponse | None = None  # the first event of a resumed source, read
         resumed = False  # source is a resubscription: its snapshot is merged, not repeated
         fruitless = 0  # consecutive connections that brought nothing new
         while True:
             dropped: ClientError | None = None
+            ended: StreamEndedError | None = None
             delivered = 0
             first = True
             try:
                 while True:
                     try:
-                        response = await anext(source)
+                        if pending is not None:
+                            response, pending = pending, None
+                        else:
+                            response = await anext(source)
                     except StopAsyncIteration:
                         break
                     except _DROPS as exc:
                         dropped = exc
+                        break
+                    except StreamEndedError as exc:
+                        ended = exc
                         break
                     except UnsupportedOperationError:
                         if not (resumed and first):
@@ -94,23 +119,73 @@ class TaskFollower:
                 await _close(source)
             record = view.record
             if record is None:
+                if ended is not None:
+                    raise ended
                 if dropped is not None:
                     raise dropped
                 raise InvalidResponseError("the stream ended before its first event")
-            if dropped is None and ends_blocking_wait(record.state):
-                return
-            if dropped is not None and closes_stream(record.state):
-                return
+            if ended is not None:
+                # Whatever the state: the server said it cut the stream short, so a stream
+                # at INPUT_REQUIRED (a subscription follows on through it) did not just end.
+                ended.metadata.setdefault("taskId", record.id)
+                if resume_for <= 0:
+                    raise ended
+            elif (
+                ends_blocking_wait(record.state) if dropped is None else closes_stream(record.state)
+            ):
+                return  # done, or a drop racing the close at a closing state
             fruitless = 0 if delivered else fruitless + 1
             if fruitless >= self.attempts:
                 state = record.state.value
-                raise dropped or A2AConnectionError(
-                    f"the stream of task {record.id} keeps ending while the task is {state}; "
-                    f"gave up after {self.attempts} attempts to follow it again"
+                raise (
+                    ended
+                    or dropped
+                    or A2AConnectionError(
+                        f"the stream of task {record.id} keeps ending while the task is {state}; "
+                        f"gave up after {self.attempts} attempts to follow it again"
+                    )
                 )
-            await anyio.sleep(min(self.max_backoff, self.backoff * 2**fruitless))
-            source = self._subscribe(record.id)
+            if ended is not None:
+                back = await self._resume(record.id, ended, resume_for)
+                if back is None:
+                    for payload in await self._finish(view):
+                        yield payload
+                    return
+                source, pending = back
+            else:
+                await anyio.sleep(min(self.max_backoff, self.backoff * 2**fruitless))
+                source = self._subscribe(record.id)
             resumed = True
+
+    async def _resume(
+        self, task_id: str, ended: StreamEndedError, within: float
+    ) -> tuple[AsyncIterator[StreamResponse], StreamResponse] | None:
+        """Subscribe to the task again after the server ended its stream, retrying (with
+        backoff) while the server is not back, for ``within`` seconds; the new stream and its
+        first event, or ``None`` if the task finished meanwhile. Raises ``ended`` (caused by
+        the last refusal) once the time is up."""
+        give_up = anyio.current_time() + within
+        for attempt in itertools.count():
+            delay = min(self.max_backoff, self.backoff * 2**attempt)
+            if anyio.current_time() + delay > give_up:
+                break
+            await anyio.sleep(delay)
+            source = self._subscribe(task_id)
+            try:
+                return source, await anext(source)
+            except UnsupportedOperationError:
+                await _close(source)
+                return None  # refused as finished: GetTask has the outcome
+            except StopAsyncIteration:
+                await _close(source)
+                raise InvalidResponseError("the stream ended before its first event") from None
+            except _NOT_BACK_YET as exc:
+                await _close(source)
+                ended.__cause__ = exc
+            except BaseException:
+                await _close(source)
+                raise
+        raise ended
 
     async def _finish(self, view: _View) -> list[Payload]:
         """What was missed of a task that finished while disconnected, then the final task."""

@@ -2,24 +2,52 @@
 
 peerwire's own thin HTTP server (``server.py`` listens and shuts down; this module is a
 connection). Measured on the bench (docs/PERFORMANCE.md), uvicorn's protocol cost about a
-third of a GetTask; this one does only what serving an ASGI ``http`` app takes:
+third of a GetTask; this one does only what serving an ASGI ``http`` app takes, and holds a
+hostile client to h11's framing rules or stricter ones (tests/httpd/test_framing.py runs
+each case against both, and names the few leniencies RFC 9112 allows where h11 is stricter):
 
 * keep-alive (HTTP/1.1 by default, HTTP/1.0 on request) and pipelining: requests on one
-  connection are answered one after the other, in order;
+  connection are answered one after the other, in order; a client that half-closes still
+  gets every answer; a malformed request behind valid ones is refused after their answers
+  (400, 408, 413, 414, 431, 501 or 505, with a one-line text), the connection then closes,
+  and nothing after it is read;
 * request bodies of any framing (httptools decodes chunked), handed over whole when they
   arrived with the head (the usual case: one ``receive()``, no wait), else streamed with
   flow control (reading pauses while more than ``HIGH_WATER`` bytes wait unread);
   ``Expect: 100-continue`` answered when the app first asks for a body not yet sent;
+* framing rules beyond httptools': exactly one ``Host`` on HTTP/1.1 (at most one on 1.0, no
+  list), ``Transfer-Encoding`` only ``chunked`` (501 for other codings, 400 when chunked is
+  not last or repeated), HTTP/1.0 with a ``Transfer-Encoding`` closed after its answer
+  (RFC 9112 §6.1), versions other than 1.0 and 1.1 refused, trailer fields read and dropped
+  (they never reach ``scope["headers"]``), ``Upgrade`` answered as plain HTTP with its body
+  and the requests after it (as h11 does when the app does not switch), ``CONNECT`` refused
+  (501); httptools itself refuses ``Content-Length`` with ``Transfer-Encoding``, a repeated
+  or malformed length, obs-fold, bare LF, control bytes in fields and unknown methods;
+* limits checked as bytes arrive, not when a field ends: a request line and head (a chunked
+  body's trailers count with it) of at most ``max_head_bytes`` (414 for the target, 431),
+  ``max_headers`` fields (431), chunk lines of at most ``max_head_bytes`` in a row (431), a
+  body of at most ``max_body_bytes`` (413, before the app runs when the length is declared);
+  time limits: a head complete within ``head_timeout`` seconds of its first byte (408), a
+  body never silent for ``body_timeout`` seconds (408), a keep-alive connection idle for
+  ``idle_timeout`` seconds closed;
+* every request ends: a client that half-closes or resets at any byte, a body cut short or
+  malformed, a limit or a timeout, each makes the app's ``receive()`` return
+  ``http.disconnect`` (what it sends then is dropped), answers what can still be answered
+  (400 for a request cut short by a FIN), and closes the connection;
+* a close after an answer the client may still be sending to (a refusal, a body the app did
+  not read) half-closes first and drops what still comes for ``_LINGER_S`` seconds at most:
+  closing with bytes unread resets the connection, and the client would lose the answer;
 * responses with the app's ``Content-Length``, else one computed for a single-part body,
   else chunked (close-delimited for HTTP/1.0); nothing after the head for ``HEAD``; writes
   wait while the transport is paused (a slow reader holds back a stream, not memory);
 * ``http.disconnect`` when the client goes away, so an abandoned stream stops following its
-  task;
-* limits: heads of at most ``MAX_HEAD_BYTES`` and ``MAX_HEADERS`` lines (else 431), an idle
-  connection (between requests, or a head that does not complete) closed after
-  ``idle_timeout`` seconds, malformed requests answered 400 and the connection closed;
+  task; the app failing before its answer gives 500, during it a closed connection;
 * TLS: the ASGI TLS extension (``scope["extensions"]["tls"]``) on every request of a TLS
   connection, so mutual TLS maps the client certificate to a principal.
+
+What only malformed or slow input needs costs little on the common path (a whole request in
+one read): the usual head skips the rare rules, and the byte counting and the clocks run
+only for a head or body still incomplete when a read ends.
 """
 
 from __future__ import annotations
@@ -39,8 +67,12 @@ import httptools
 from ._tls_scope import tls_extension
 
 __all__ = [
+    "BODY_TIMEOUT",
     "DISCONNECT_EXTENSION",
+    "HEAD_TIMEOUT",
     "HIGH_WATER",
+    "IDLE_TIMEOUT",
+    "MAX_BODY_BYTES",
     "MAX_HEADERS",
     "MAX_HEAD_BYTES",
     "ConnectionSet",
@@ -52,10 +84,21 @@ log = logging.getLogger("peerwire.server")
 ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 HIGH_WATER = 64 * 1024
+# A request line and head, a chunked body's trailers counting with its head: 414 / 431 beyond.
 MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADERS = 128
+# A backstop for any app; A2AApp refuses larger bodies itself first (10 MiB by default, with
+# a JSON-RPC or REST error), and HTTPServer raises this to the app's own limit when larger.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+# Seconds: a head from its first byte to its end; a body between two of its reads; a
+# keep-alive connection between the end of an answer and the next request's first byte.
+HEAD_TIMEOUT = 10.0
+BODY_TIMEOUT = 30.0
+IDLE_TIMEOUT = 5.0
 # Requests parsed ahead of the one being answered before reading pauses.
 _MAX_PIPELINED = 8
+# Seconds a connection closing after an answer reads on (and drops) what the client sends.
+_LINGER_S = 2.0
 
 _ASGI = {"version": "3.0", "spec_version": "2.3"}
 # A server extension (ASGI allows those in ``scope["extensions"]``): ``watch(callback)`` calls
@@ -68,6 +111,10 @@ _STATUS_LINES = {
 }
 _CHUNK_END = b"0\r\n\r\n"
 _METHODS = {m.encode(): m for m in ("GET", "POST", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS")}
+# Header names whose values decide the framing (or a 100 Continue): looked at as they come.
+_FRAMING_NAMES = frozenset(
+    (b"host", b"content-length", b"transfer-encoding", b"expect", b"upgrade")
+)
 
 
 class _Clock:
@@ -93,10 +140,36 @@ _clock = _Clock()
 class ConnectionSet:
     """What the connections of one server share: the app, settings, and each other."""
 
-    def __init__(self, app: ASGIApp, *, idle_timeout: float, scheme: str) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        scheme: str,
+        idle_timeout: float = IDLE_TIMEOUT,
+        head_timeout: float = HEAD_TIMEOUT,
+        body_timeout: float = BODY_TIMEOUT,
+        max_head_bytes: int = MAX_HEAD_BYTES,
+        max_headers: int = MAX_HEADERS,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        for name, value in (
+            ("idle_timeout", idle_timeout),
+            ("head_timeout", head_timeout),
+            ("body_timeout", body_timeout),
+            ("max_head_bytes", max_head_bytes),
+            ("max_headers", max_headers),
+            ("max_body_bytes", max_body_bytes),
+        ):
+            if not value > 0:
+                raise ValueError(f"{name} must be positive, not {value!r}")
         self.app = app
-        self.idle_timeout = idle_timeout
         self.scheme = scheme
+        self.idle_timeout = idle_timeout
+        self.head_timeout = head_timeout
+        self.body_timeout = body_timeout
+        self.max_head_bytes = max_head_bytes
+        self.max_headers = max_headers
+        self.max_body_bytes = max_body_bytes
         self.connections: set[H1Connection] = set()
         self.shutting_down = False
         self._emptied: asyncio.Event | None = None
@@ -142,6 +215,7 @@ class _Request:
         "disconnected",
         "head_only",
         "keep_alive",
+        "received",
         "response_done",
         "response_head",
         "response_started",
@@ -156,22 +230,24 @@ class _Request:
         scope: dict[str, Any],
         *,
         keep_alive: bool,
-        continue_wanted: bool,
     ) -> None:
         self.connection = connection
         self.scope = scope
         self.keep_alive = keep_alive
-        self.continue_wanted = continue_wanted
+        self.continue_wanted = False  # Expect: 100-continue, not yet answered
         self.head_only = scope["method"] == "HEAD"
         self.body: list[bytes] = []
-        self.buffered = 0
+        self.buffered = 0  # body bytes waiting for the app
+        self.received = 0  # body bytes so far
         self.complete = False  # the whole body has been parsed
         self.body_done = False  # ... and handed to the app
+        # The client is gone, or the request cannot be read on: receive() says
+        # http.disconnect, and what the app sends is dropped.
         self.disconnected = False
         self.response_started = False
         self.response_head: tuple[int, Iterable[tuple[bytes, bytes]]] | None = None
         self.response_done = False
-        self.chunked = False
+        self.chunked = False  # the response is chunked
         self.silent = False  # a response without a body (HEAD, 204, 304): parts are dropped
         self.waiter: asyncio.Future[None] | None = None
 
@@ -218,7 +294,8 @@ class _Request:
         more = message.get("more_body", False)
         connection = self.connection
         if self.disconnected:
-            # The client is gone (a stream hears of it from the disconnect watch): drop writes.
+            # The client is gone (a stream hears of it from the disconnect watch), or the
+            # server answered for the app (a body cut short): drop writes.
             if not more:
                 self.response_done = True
             return
@@ -265,7 +342,7 @@ class _Request:
                 parts.append(b"transfer-encoding: chunked\r\n")
             else:
                 self.keep_alive = False  # HTTP/1.0: the body ends when the connection does
-        if self.connection.closing_after_answer or not self.complete:
+        if self.connection.closing or not self.complete:
             # An answer before the whole body arrived: the connection cannot be reused.
             self.keep_alive = False
         if not self.keep_alive:
@@ -288,6 +365,10 @@ class H1Connection(asyncio.Protocol):
     def __init__(self, shared: ConnectionSet, loop: asyncio.AbstractEventLoop) -> None:
         self.shared = shared
         self.loop = loop
+        self._max_head_bytes = shared.max_head_bytes
+        self._max_headers = shared.max_headers
+        self._max_body_bytes = shared.max_body_bytes
+        self._idle_timeout = shared.idle_timeout
         self._parser = httptools.HttpRequestParser(self)
         self._transport: asyncio.Transport | None = None
         self._server_address: tuple[str, int] | None = None
@@ -296,23 +377,59 @@ class H1Connection(asyncio.Protocol):
         self._tls = False
         # What ``watch_disconnect`` registered: called once the connection is lost.
         self._on_lost: list[Callable[[], None]] = []
-        # The request being parsed, the one being answered, and complete ones waiting.
+        # The request whose body is being parsed, the one being answered (the same one while
+        # its body streams in), and complete ones waiting between them.
         self._parsing: _Request | None = None
         self._active: _Request | None = None
         self._pipeline: collections.deque[_Request] = collections.deque()
+        self._task: asyncio.Task[None] | None = None
+        # The head being parsed: what httptools reported of it so far.
+        self._head_open = False  # begun, not yet complete
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
-        self._head_bytes = 0
-        self._head_too_large = False
+        self._head_bytes = 0  # the target and the completed field lines (trailers too)
+        self._hosts = 0
+        # Set by a field the complete head must look at again (Transfer-Encoding, Expect,
+        # Upgrade): the three below are then read and reset; the usual head skips them.
+        self._special = False
+        self._transfer_codings: list[bytes] | None = None
         self._continue_wanted = False
+        self._upgrade_asked = False
+        # Counted when a read ends mid-request: the head then incomplete (its field list),
+        # the bytes of its line still incomplete; the body then coming, its length when the
+        # previous read ended, the bytes since its last body byte (chunk lines, trailers).
+        self._pending_head: list[tuple[bytes, bytes]] | None = None
+        self._head_partial = 0
+        self._pending_body: _Request | None = None
+        self._body_seen = 0
+        self._framing = 0
+        # An Upgrade request with a body: httptools stops at its head, so a
+        # fresh parser is given this head to read the body with the same framing.
+        self._reframe_head: bytes | None = None
+        self._reframing = False
+        # Why a callback refused the request: (status, text).
+        self._refusal: tuple[int, str] | None = None
+        # How the connection ends. Broken: what the client sends is no longer read (a
+        # refusal, a timeout, a FIN mid-request), with ``_error`` the answer still owed once
+        # the requests before it are answered. EOF: the client sent FIN. Lingering: FIN sent,
+        # waiting for the client's (see _close). Closing: a shutdown, after the answer.
+        # Lost: the transport is gone.
+        self._broken = False
+        self._error: tuple[int, str] | None = None
+        self._eof = False
+        self._lingering = False
+        self._linger_until = 0.0
+        self.closing = False
+        self._lost = False
         self._read_paused = False
         self.write_paused = False
         self._drain_waiter: asyncio.Future[None] | None = None
-        self._idle_timer: asyncio.TimerHandle | None = None
+        # One timer for every time limit, re-armed when it fires early (see _deadline).
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self._idle_since = 0.0
-        self._task: asyncio.Task[None] | None = None
-        self.closing_after_answer = False
-        self._lost = False
+        self._head_at = 0.0
+        self._body_at = 0.0
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
 
@@ -332,15 +449,20 @@ class H1Connection(asyncio.Protocol):
         if self.shared.shutting_down:
             transport.close()
             return
-        self._arm_idle_timer()
+        self._arm_idle()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
-        self._cancel_idle_timer()
+        self._broken = True
+        self._head_open = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for request in (self._active, self._parsing, *self._pipeline):
             if request is not None:
                 request.disconnected = True
                 request.wake()
+        self._parsing = None
         self._pipeline.clear()
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_result(None)
@@ -350,33 +472,42 @@ class H1Connection(asyncio.Protocol):
         self.shared.closed(self)
 
     def data_received(self, data: bytes) -> None:
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            # No protocol upgrades here: the request is answered as plain HTTP, then the
-            # connection closes (what follows the head is in the other protocol).
-            self.closing_after_answer = True
-            self._pause_reading()
-            if self._parsing is not None:
-                self.on_message_complete()
-        except httptools.HttpParserError as exc:
-            # httptools wraps what a callback raises in its own error: the flag tells them apart.
-            if self._head_too_large:
-                self._reject(431, "Request Header Fields Too Large")
-            else:
-                self._reject(400, f"Bad Request: {exc}")
-            return
-        parsing = self._parsing
-        if parsing is not None and self._active is None and not self.closing_after_answer:
-            # The head is here, the body still coming: let the app start and stream it.
-            self._start(parsing)
+        if self._broken:
+            return  # after a refusal nothing more is read (the stream is out of step)
+        while True:
+            try:
+                self._parser.feed_data(data)
+                break
+            except httptools.HttpParserUpgrade as exc:
+                # httptools stops after an Upgrade head. No protocol switches here:
+                # the request is plain HTTP, its body and what follows it are read on.
+                data = data[exc.args[0] :]
+                self._reframe()
+            except httptools.HttpParserError as exc:
+                self._parse_failed(exc)
+                return
+        if self._parsing is not None:
+            self._body_pending(data)
+        elif self._head_open:
+            self._head_pending(data)
 
     def eof_received(self) -> bool | None:
-        # A client that half-closes after its request still gets the answer; closing for
-        # writing too happens once nothing is being answered. (TLS cannot half-close.)
-        if (self._active is None and not self._pipeline) or self._tls:
+        # A client that half-closes after its requests still gets their answers; closing for
+        # writing too happens once nothing is being answered. A request cut short cannot
+        # complete: it ends now. (TLS cannot half-close: the transport closes.)
+        self._eof = True
+        if self._lingering:
+            return None  # the client has read the answer and closed: so do we
+        if not self._broken:
+            if self._parsing is not None:
+                self._fail(400, "Bad Request: the connection closed before the body ended")
+            elif self._head_open:
+                self._fail(400, "Bad Request: the connection closed inside a request head")
+        transport = self._transport
+        if self._tls or transport is None or transport.is_closing():
             return None
-        self.closing_after_answer = True
+        if self._active is None and not self._pipeline:
+            return None
         return True
 
     def pause_writing(self) -> None:
@@ -390,37 +521,54 @@ class H1Connection(asyncio.Protocol):
     # -- httptools callbacks ------------------------------------------------------------------
 
     def on_message_begin(self) -> None:
+        self._head_open = True
         self._url = b""
         self._headers = []
         self._head_bytes = 0
-        self._continue_wanted = False
+        self._hosts = 0
 
     def on_url(self, url: bytes) -> None:
+        # Called with each piece of the target as it arrives, not only at its end.
         self._url += url
         self._head_bytes += len(url)
-        if self._head_bytes > MAX_HEAD_BYTES:
-            self._head_too_large = True
-            raise _HeadTooLarge
+        if self._head_bytes > self._max_head_bytes:
+            raise self._refuse(414, "URI Too Long")
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._head_bytes += len(name) + len(value) + 4
-        if self._head_bytes > MAX_HEAD_BYTES or len(self._headers) >= MAX_HEADERS:
-            self._head_too_large = True
-            raise _HeadTooLarge
+        # Trailers come here too, after the head: a chunked request's go to a list of their
+        # own (see _special_fields), counted with its head, then dropped.
+        size = self._head_bytes = self._head_bytes + len(name) + len(value) + 4
+        headers = self._headers
+        if size > self._max_head_bytes or len(headers) >= self._max_headers:
+            raise self._refuse(431, "Request Header Fields Too Large")
         name = name.lower()
-        if name == b"expect" and value.lower() == b"100-continue":
-            self._continue_wanted = True
-        self._headers.append((name, value))
+        if name in _FRAMING_NAMES:
+            if name == b"host":
+                # A list ("a, b") names two hosts, as two fields do (RFC 9112 §3.2: 400 both).
+                self._hosts += 1 if b"," not in value else 2
+            else:
+                self._framing_header(name, value)
+        headers.append((name, value))
 
     def on_headers_complete(self) -> None:
+        self._head_open = False
         parser = self._parser
+        version = parser.get_http_version()
+        if self._special or self._hosts != 1 or version != "1.1":
+            if self._reframing:  # the stand-in head of _reframe (it has no Host)
+                self._reframing = False
+                return
+            self._check_head(version)
         raw_method = parser.get_method()
-        method = _METHODS.get(raw_method) or raw_method.decode("ascii")
-        path, raw_path, query = _split_target(self._url)
+        method = _METHODS.get(raw_method) or self._other_method(raw_method)
+        try:
+            path, raw_path, query = _split_target(self._url)
+        except ValueError:
+            raise self._refuse(400, "Bad Request: invalid request target") from None
         scope: dict[str, Any] = {
             "type": "http",
             "asgi": _ASGI,
-            "http_version": parser.get_http_version(),
+            "http_version": version,
             "scheme": self.shared.scheme,
             "method": method,
             "path": path,
@@ -433,20 +581,25 @@ class H1Connection(asyncio.Protocol):
             "extensions": self._extensions,
         }
         keep_alive = parser.should_keep_alive() and not self.shared.shutting_down
-        self._parsing = _Request(
-            self, scope, keep_alive=keep_alive, continue_wanted=self._continue_wanted
-        )
+        request = self._parsing = _Request(self, scope, keep_alive=keep_alive)
+        if self._special:
+            self._special_fields(request, version)
 
     def on_body(self, body: bytes) -> None:
         request = self._parsing
         assert request is not None
         request.body.append(body)
         request.buffered += len(body)
+        request.received += len(body)
+        if request.received > self._max_body_bytes:  # a chunked body (a length is checked first)
+            raise self._too_large()
         if request.buffered > HIGH_WATER:
             self._pause_reading()  # the app reads it first (body_consumed resumes)
         request.wake()
 
     def on_message_complete(self) -> None:
+        if self._reframe_head is not None:
+            return  # an Upgrade request's body is still to come (_reframe)
         request = self._parsing
         assert request is not None
         self._parsing = None
@@ -459,6 +612,151 @@ class H1Connection(asyncio.Protocol):
             self._pipeline.append(request)
             if len(self._pipeline) >= _MAX_PIPELINED:
                 self._pause_reading()
+
+    # -- the framing rules httptools leaves to us ---------------------------------------------
+
+    def _framing_header(self, name: bytes, value: bytes) -> None:
+        if self._parsing is not None:
+            return  # a trailer: it frames nothing
+        if name == b"content-length":
+            # httptools has checked the digits and refused a second Content-Length.
+            try:
+                length = int(value)
+            except ValueError:
+                raise self._refuse(400, "Bad Request: invalid Content-Length") from None
+            if length > self._max_body_bytes:
+                raise self._too_large()
+            return
+        self._special = True
+        if name == b"transfer-encoding":
+            if self._transfer_codings is None:
+                self._transfer_codings = []
+            self._transfer_codings += (c.strip().lower() for c in value.split(b","))
+        elif name == b"expect":
+            self._continue_wanted = value.lower() == b"100-continue"
+        else:
+            self._upgrade_asked = True
+
+    def _check_head(self, version: str) -> None:
+        """The rules a complete head is held to beyond httptools' (the usual head, HTTP/1.1
+        with one Host and none of the special fields, skips this)."""
+        if version != "1.1" and version != "1.0":
+            if version >= "2":
+                raise self._refuse(505, "HTTP Version Not Supported")
+            raise self._refuse(400, f"Bad Request: HTTP/{version} is not supported")
+        hosts = self._hosts
+        if hosts != 1 and (hosts or version == "1.1"):
+            raise self._refuse(400, "Bad Request: a request needs exactly one Host header")
+        if self._transfer_codings is not None:
+            self._check_codings()
+
+    def _other_method(self, raw_method: bytes) -> str:
+        if raw_method == b"CONNECT":
+            # A tunnel is no ASGI ``http`` exchange (h11 would switch protocols after a 2xx).
+            raise self._refuse(501, "Not Implemented: CONNECT")
+        return raw_method.decode("ascii")
+
+    def _special_fields(self, request: _Request, version: str) -> None:
+        """What Transfer-Encoding, Expect and Upgrade change for the request; reset after."""
+        self._special = False
+        codings, self._transfer_codings = self._transfer_codings, None
+        request.continue_wanted, self._continue_wanted = self._continue_wanted, False
+        if codings is not None:
+            # Trailers are read into a list of their own and dropped (RFC 9110 §6.5.1 lets a
+            # recipient discard them): merged into the head, a trailer would pass for a
+            # header the app trusts (Authorization, A2A-Version).
+            self._headers = []
+            if version == "1.0":
+                request.keep_alive = False  # RFC 9112 §6.1: such a message's framing is suspect
+        if self._upgrade_asked:
+            self._upgrade_asked = False
+            if self._parser.should_upgrade():
+                self._reframe_head = _reframe_head(request, chunked=codings is not None)
+
+    def _check_codings(self) -> None:
+        """``Transfer-Encoding`` is ``chunked`` alone: RFC 9112 §6.3 wants 400 when chunked is
+        not the last coding (the length is unknowable), §6.1 501 for a coding not known here;
+        h11 takes nothing else either."""
+        codings = self._transfer_codings
+        assert codings is not None
+        if codings == [b"chunked"]:
+            return
+        if codings[-1] != b"chunked" or codings.count(b"chunked") > 1:
+            raise self._refuse(400, "Bad Request: chunked must be the last transfer coding, once")
+        unknown = b", ".join(c for c in codings if c != b"chunked").decode("latin-1")
+        raise self._refuse(501, f"Not Implemented: transfer coding {unknown}")
+
+    def _reframe(self) -> None:
+        """After httptools stopped at an Upgrade head: a fresh parser for the bytes after it,
+        first given a stand-in head with the request's framing if a body is due."""
+        self._parser = httptools.HttpRequestParser(self)
+        head, self._reframe_head = self._reframe_head, None
+        if head is not None:
+            self._reframing = True  # its callbacks feed the Upgrade request (on_header: trailers)
+            self._parser.feed_data(head)
+
+    def _too_large(self) -> _Refused:
+        return self._refuse(413, f"Content Too Large: the limit is {self._max_body_bytes} bytes")
+
+    def _refuse(self, status: int, text: str) -> _Refused:
+        """What a callback raises to refuse the request (httptools wraps it in its own)."""
+        self._refusal = (status, text)
+        return _Refused(text)
+
+    def _parse_failed(self, exc: httptools.HttpParserError) -> None:
+        refusal, self._refusal = self._refusal, None
+        if refusal is None:
+            if isinstance(exc, httptools.HttpParserCallbackError):
+                log.error("peerwire: HTTP parsing failed", exc_info=exc.__context__ or exc)
+                refusal = (500, "Internal Server Error")
+            else:
+                refusal = (400, f"Bad Request: {exc}")
+        self._fail(*refusal)
+
+    # -- what is read when a read ends mid-request --------------------------------------------
+
+    def _head_pending(self, data: bytes) -> None:
+        """A head still incomplete when a read ends: count what httptools holds of it (it
+        reports a field only at its end) and start its clock."""
+        if self._pending_head is not self._headers:
+            # Begun in this read: the lines it completed are counted, the rest waits a read.
+            self._pending_head = self._headers
+            self._head_partial = 0
+            self._head_at = self.loop.time()
+            self._arm(max(self._head_at, self._idle_since) + self.shared.head_timeout)
+            return
+        # Every byte of this read is the head's: completed lines were counted by on_header,
+        # the line after the last LF is still held.
+        nl = data.rfind(b"\n")
+        partial = self._head_partial = (
+            self._head_partial + len(data) if nl < 0 else len(data) - nl - 1
+        )
+        # Before its first field the line held may be the request line, which on_url counted.
+        held = self._head_bytes + partial if self._headers else max(self._head_bytes, partial)
+        if held > self._max_head_bytes:
+            self._fail(431, "Request Header Fields Too Large")
+
+    def _body_pending(self, data: bytes) -> None:
+        """A body still coming when a read ends: let the app stream it, bound the bytes that
+        are not body (chunk lines, trailers: httptools holds them), and restart its clock."""
+        request = self._parsing
+        assert request is not None
+        if self._active is None:
+            self._start(request)
+        if self._pending_body is not request:  # the head's read
+            self._pending_body = request
+            self._body_seen = request.received
+            self._framing = 0
+        elif request.received == self._body_seen:  # not one byte of body in this read
+            self._framing += len(data)
+            if self._framing > self._max_head_bytes:
+                self._fail(431, "Request Header Fields Too Large: chunk lines or trailers")
+                return
+        else:
+            self._body_seen = request.received
+            self._framing = 0
+        self._body_at = self.loop.time()
+        self._arm(self._body_at + self.shared.body_timeout)
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -493,23 +791,28 @@ class H1Connection(asyncio.Protocol):
         self._active = None
         request.response_done = True
         request.wake()
-        transport = self._transport
-        if transport is None or self._lost:
+        if self._lost:
             return
-        if not request.keep_alive or not request.complete or self.closing_after_answer:
+        if not request.keep_alive or not request.complete or self.closing:
             # A body the app did not read to its end leaves the connection mid-message.
-            transport.close()
+            self._close(linger=True)
             return
         if self._pipeline:
             self._start(self._pipeline.popleft())
         elif self._parsing is not None:
             self._start(self._parsing)
+        elif self._broken or self._eof:
+            if self._error is not None:
+                self._answer_error()  # for the request after this one
+            else:
+                self._close()
+            return
         else:
-            self._arm_idle_timer()
+            self._arm_idle()
         self._resume_reading()
 
     def body_consumed(self, request: _Request) -> None:
-        if request is self._active and not self._pipeline:
+        if self._read_paused and request is self._active and not self._pipeline:
             self._resume_reading()
 
     def watch_disconnect(self, callback: Callable[[], None]) -> Callable[[], None]:
@@ -536,60 +839,120 @@ class H1Connection(asyncio.Protocol):
         self._drain_waiter = self.loop.create_future()
         await self._drain_waiter
 
-    # -- closing ------------------------------------------------------------------------------
+    # -- ending -------------------------------------------------------------------------------
 
     def shutdown(self) -> None:
         """Close when idle; a request being answered finishes first."""
-        self.closing_after_answer = True
-        if self._active is None and self._transport is not None:
-            self._transport.close()
+        self.closing = True
+        if self._active is None:
+            self._close()
 
     def abort(self) -> None:
         if self._transport is not None:
             self._transport.abort()
 
-    def _reject(self, status: int, text: str) -> None:
-        """Answer a request that cannot be parsed, then close: the stream is out of step."""
-        self._parsing = None
-        self._pipeline.clear()
-        if self._transport is None or self._lost:
+    def _fail(self, status: int, text: str) -> None:
+        """The bytes from the client cannot be read on (malformed, over a limit, too slow, cut
+        short): the request they belong to ends with ``status``, after the answers to those
+        before it (its own app hears ``http.disconnect``; if its answer had begun, the
+        connection just closes); then the connection closes."""
+        self._broken = True
+        self._head_open = False
+        self._pause_reading()
+        request, self._parsing = self._parsing, None
+        if request is not None:
+            request.disconnected = True
+            request.wake()
+            if request is self._active:
+                if not request.response_started or request.response_head is not None:
+                    self.write(_plain_response(status, text))  # nothing of its answer is out
+                    self._close(linger=True)
+                else:
+                    self._close()
+                return
+        self._error = (status, text)
+        if self._active is None:
+            self._answer_error()
+
+    def _answer_error(self) -> None:
+        assert self._error is not None
+        self.write(_plain_response(*self._error))
+        self._error = None
+        self._close(linger=True)
+
+    def _close(self, *, linger: bool = False) -> None:
+        """Close; ``linger``: after an answer, when the client may still be sending. Closing
+        with bytes unread makes the kernel reset the connection, and the client may lose the
+        answer: so FIN first, then what still comes is read and dropped until the client
+        closes too, for ``_LINGER_S`` at most. (TLS has no half-close: it just closes.)"""
+        transport = self._transport
+        if transport is None or transport.is_closing():
             return
-        if self._active is not None:
-            # The request before it is still being answered; it gets its answer, then close.
-            self.closing_after_answer = True
-            self._pause_reading()
+        if not linger or self._eof or self._tls or not transport.can_write_eof():
+            transport.close()  # a lingering connection too (a shutdown, the timer)
             return
-        body = text.encode("latin-1", "replace")
-        self._transport.write(
-            b"%b%bcontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
-            b"connection: close\r\n\r\n%b"
-            % (_STATUS_LINES[status], _clock.date_line(), len(body), body)
-        )
-        self._transport.close()
+        if self._lingering:
+            return
+        transport.write_eof()
+        self._lingering = True
+        self._broken = True  # data_received drops what comes
+        self._linger_until = self.loop.time() + _LINGER_S
+        self._arm(self._linger_until)
+        if self._read_paused:
+            self._read_paused = False
+            transport.resume_reading()
 
-    def _arm_idle_timer(self) -> None:
-        # One timer re-armed when it fires early, not one new timer per request: keep-alive
-        # connections go idle after every answer.
-        self._idle_since = self.loop.time()
-        if self._idle_timer is None:
-            self._idle_timer = self.loop.call_at(
-                self._idle_since + self.shared.idle_timeout, self._idle
-            )
+    # -- time limits --------------------------------------------------------------------------
 
-    def _cancel_idle_timer(self) -> None:
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-            self._idle_timer = None
+    def _arm_idle(self) -> None:
+        since = self._idle_since = self.loop.time()
+        deadline = since + self._idle_timeout
+        if self._timer is None or self._timer_at > deadline:
+            self._arm(deadline)
 
-    def _idle(self) -> None:
-        self._idle_timer = None
-        if self._active is not None or self._parsing is not None or self._transport is None:
-            return  # busy: armed again when the answer is done
-        deadline = self._idle_since + self.shared.idle_timeout
+    def _arm(self, deadline: float) -> None:
+        # Keep-alive connections go idle after every answer: an earlier timer is kept (it
+        # re-arms itself when it fires early) rather than one new timer per request.
+        timer = self._timer
+        if timer is not None:
+            if self._timer_at <= deadline:
+                return
+            timer.cancel()
+        self._timer_at = deadline
+        self._timer = self.loop.call_at(deadline, self._on_timer)
+
+    def _deadline(self) -> float | None:
+        """When the connection's current wait runs out; None: the app is at work."""
+        if self._broken:
+            return self._linger_until if self._lingering else None
+        if self._parsing is not None:  # a body on its way (unless this server holds it back)
+            return None if self._read_paused else self._body_at + self.shared.body_timeout
+        if self._active is not None or self._pipeline:
+            return None  # armed again when the answers are done
+        if self._head_open:
+            return max(self._head_at, self._idle_since) + self.shared.head_timeout
+        return self._idle_since + self._idle_timeout
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._lost:
+            return
+        deadline = self._deadline()
+        if deadline is None:
+            return
         if self.loop.time() < deadline:
-            self._idle_timer = self.loop.call_at(deadline, self._idle)
+            self._timer_at = deadline
+            self._timer = self.loop.call_at(deadline, self._on_timer)
+        elif self._lingering:
+            self._close()
+        elif self._parsing is not None:
+            self._fail(408, f"Request Timeout: no body for {self.shared.body_timeout:g} s")
+        elif self._head_open:
+            self._fail(408, f"Request Timeout: no complete head in {self.shared.head_timeout:g} s")
         else:
-            self._transport.close()
+            self._close()  # idle keep-alive: no answer owed
+
+    # -- flow control -------------------------------------------------------------------------
 
     def _pause_reading(self) -> None:
         if not self._read_paused and self._transport is not None and not self._lost:
@@ -597,19 +960,37 @@ class H1Connection(asyncio.Protocol):
             self._transport.pause_reading()
 
     def _resume_reading(self) -> None:
-        if self._read_paused and self._transport is not None and not self._lost:
-            if self.closing_after_answer:
-                return
-            self._read_paused = False
-            self._transport.resume_reading()
+        if not self._read_paused or self._transport is None:
+            return
+        if self._broken or self._eof or self.closing or len(self._pipeline) >= _MAX_PIPELINED:
+            return
+        self._read_paused = False
+        self._transport.resume_reading()
+        if self._parsing is not None:  # the body clock starts again: the pause was ours
+            self._body_at = self.loop.time()
+            self._arm(self._body_at + self.shared.body_timeout)
 
 
-class _HeadTooLarge(Exception):
+class _Refused(Exception):
     pass
 
 
 def _nothing() -> None:
     pass
+
+
+def _plain_response(status: int, text: str) -> bytes:
+    """A complete answer from the server itself, then ``connection: close``."""
+    body = text.encode("latin-1", "replace")
+    return (
+        b"%b%bcontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
+        % (
+            _STATUS_LINES[status],
+            _clock.date_line(),
+            len(body),
+        )
+        + b"connection: close\r\n\r\n%b" % body
+    )
 
 
 async def _answer_plain(request: _Request, status: int, text: bytes) -> None:
@@ -624,13 +1005,30 @@ async def _answer_plain(request: _Request, status: int, text: bytes) -> None:
     await request.send({"type": "http.response.body", "body": text})
 
 
+def _reframe_head(request: _Request, *, chunked: bool) -> bytes | None:
+    """The stand-in head that gives an Upgrade request's body to a fresh parser."""
+    if chunked:
+        return b"PUT / HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n"
+    for name, value in request.scope["headers"]:
+        if name == b"content-length" and int(value):
+            return b"PUT / HTTP/1.1\r\ncontent-length: %d\r\n\r\n" % int(value)
+    return None
+
+
 def _split_target(target: bytes) -> tuple[str, bytes, bytes]:
-    """``(path, raw_path, query_string)`` of a request target; the path percent-decoded."""
+    """``(path, raw_path, query_string)`` of a request target; the path percent-decoded.
+    ValueError: a target of no form RFC 9112 §3.2 allows here (the authority form is
+    CONNECT's)."""
     if not target.startswith(b"/"):
         if target == b"*":
             return "*", b"*", b""
         # The absolute form (RFC 9112 §3.2.2), which a server must accept.
-        url = httptools.parse_url(target)
+        try:
+            url = httptools.parse_url(target)
+        except httptools.HttpParserError:
+            raise ValueError(target) from None
+        if not url.schema or not url.host:
+            raise ValueError(target)
         target = (url.path or b"/") + (b"?" + url.query if url.query else b"")
     raw_path, _, query = target.partition(b"?")
     path = raw_path.decode("latin-1")

@@ -2,11 +2,11 @@
 A2A server needs.
 
 Connections are ``_connection.H1Connection`` (HTTP/1.1 on httptools). The shutdown order: stop
-accepting; drain the runner (working tasks get the shutdown grace to finish, then fail, and
-the callers blocked on them or following their streams get that outcome), while idle
-connections close at once and busy ones close after their answer; give those answers
-``connection_grace`` seconds at most; drop what is left; exit the lifespan (the store closes
-last).
+accepting; drain the runner (open streams end at once with a final error event; working
+tasks get the shutdown grace to finish, then fail, and the callers blocked on them get that
+outcome), while idle connections close at once and busy ones close after their answer; give
+those answers ``connection_grace`` seconds at most; drop what is left; exit the lifespan (the
+store closes last).
 
 ``HTTPServer(app).serve(...)`` runs in the caller's event loop until ``request_exit()``;
 ``run(...)`` is the blocking form for a process of its own (uvloop when installed, SIGINT and
@@ -24,7 +24,16 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from ._connection import ConnectionSet, H1Connection
+from ._connection import (
+    BODY_TIMEOUT,
+    HEAD_TIMEOUT,
+    IDLE_TIMEOUT,
+    MAX_BODY_BYTES,
+    MAX_HEAD_BYTES,
+    MAX_HEADERS,
+    ConnectionSet,
+    H1Connection,
+)
 
 __all__ = ["CannotListenError", "HTTPServer", "ServedApp"]
 
@@ -61,14 +70,28 @@ class ServedApp(Protocol):
 
 
 class HTTPServer:
-    """Serves one app over HTTP/1.1 (HTTPS with ``ssl``) on a socket or host and port."""
+    """Serves one app over HTTP/1.1 (HTTPS with ``ssl``) on a socket or host and port.
+
+    Limits on what a client sends (each refused with a status and a one-line text, then the
+    connection closes): ``max_head_bytes`` for the request line and head (414, 431),
+    ``max_headers`` fields (431), ``max_body_bytes`` of body (413; by default 64 MiB, or the
+    app's own ``max_body_bytes`` when larger, so that the app's limit is the one that
+    applies), a head complete within ``head_timeout`` seconds and a body never silent for
+    ``body_timeout`` seconds (408). ``idle_timeout``: how long a keep-alive connection may
+    wait for its next request.
+    """
 
     def __init__(
         self,
         app: ServedApp,
         *,
         ssl_context: ssl.SSLContext | None = None,
-        idle_timeout: float = 5.0,
+        idle_timeout: float = IDLE_TIMEOUT,
+        head_timeout: float = HEAD_TIMEOUT,
+        body_timeout: float = BODY_TIMEOUT,
+        max_head_bytes: int = MAX_HEAD_BYTES,
+        max_headers: int = MAX_HEADERS,
+        max_body_bytes: int | None = None,
         connection_grace: float | None = None,
     ) -> None:
         self.app = app
@@ -78,8 +101,17 @@ class HTTPServer:
         self.connection_grace = (
             self._runner.shutdown_grace + 5.0 if connection_grace is None else connection_grace
         )
+        if max_body_bytes is None:
+            max_body_bytes = max(MAX_BODY_BYTES, getattr(app, "max_body_bytes", 0))
         self._connections = ConnectionSet(
-            app, idle_timeout=idle_timeout, scheme="http" if ssl_context is None else "https"
+            app,
+            scheme="http" if ssl_context is None else "https",
+            idle_timeout=idle_timeout,
+            head_timeout=head_timeout,
+            body_timeout=body_timeout,
+            max_head_bytes=max_head_bytes,
+            max_headers=max_headers,
+            max_body_bytes=max_body_bytes,
         )
         self.started = asyncio.Event()
         self._exit = asyncio.Event()
@@ -141,11 +173,16 @@ class HTTPServer:
             # Each aborted transport reports its loss on the next loop iterations.
             await connections.wait_empty(1.0)
 
-    def run(self, *, host: str = "127.0.0.1", port: int = 8000) -> None:
-        """Serve in this process until SIGINT or SIGTERM (a second one skips the grace)."""
-        _event_loop_runner()(self._run_until_signalled(host, port))
+    def run(
+        self, *, host: str = "127.0.0.1", port: int = 8000, sock: socket.socket | None = None
+    ) -> None:
+        """Serve in this process until SIGINT or SIGTERM (a second one skips the grace), on
+        ``sock`` when given (already bound), else on ``host`` and ``port``."""
+        _event_loop_runner()(self._run_until_signalled(host, port, sock))
 
-    async def _run_until_signalled(self, host: str, port: int) -> None:
+    async def _run_until_signalled(
+        self, host: str, port: int, sock: socket.socket | None = None
+    ) -> None:
         loop = asyncio.get_running_loop()
         signals = (signal.SIGINT, signal.SIGTERM)
 
@@ -155,7 +192,7 @@ class HTTPServer:
         for number in signals:
             loop.add_signal_handler(number, on_signal)
         try:
-            await self.serve(host=host, port=port)
+            await self.serve(host=host, port=port, sock=sock)
         finally:
             for number in signals:
                 loop.remove_signal_handler(number)

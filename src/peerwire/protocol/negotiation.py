@@ -25,6 +25,9 @@ def check_version(header: str | None, *, lenient: bool = False) -> str:
 
     A missing or empty header means 0.3 (spec §3.6), which peerwire does not speak, unless
     ``lenient`` is set: then it is taken as 1.0. Patch numbers are ignored ("1.0.3" is 1.0).
+    A header sent more than once arrives comma-joined, as service parameters with several
+    values do: "1.0, 1.0" names one version and is 1.0; values naming different versions
+    ("1.0, 0.3") ask for no single version, and are refused.
     """
     if header == PROTOCOL_VERSION:
         return PROTOCOL_VERSION  # the usual spelling, exactly: no pattern to match
@@ -37,13 +40,20 @@ def check_version(header: str | None, *, lenient: bool = False) -> str:
             f"{PROTOCOL_VERSION}: send A2A-Version: {PROTOCOL_VERSION}",
             metadata={"supportedVersions": PROTOCOL_VERSION},
         )
-    match = _VERSION.fullmatch(value)
-    if match is None or f"{match['major']}.{match['minor']}" != PROTOCOL_VERSION:
+    named = {_major_minor(item) for item in value.split(",")}
+    if named != {PROTOCOL_VERSION}:
+        several = len(named - {None}) > 1
+        why = " names more than one version:" if several else " is not supported;"
         raise VersionNotSupportedError(
-            f"A2A-Version {value!r} is not supported; this server speaks {PROTOCOL_VERSION}",
+            f"A2A-Version {value!r}{why} this server speaks {PROTOCOL_VERSION}",
             metadata={"requestedVersion": value, "supportedVersions": PROTOCOL_VERSION},
         )
     return PROTOCOL_VERSION
+
+
+def _major_minor(text: str) -> str | None:
+    match = _VERSION.fullmatch(text.strip())
+    return None if match is None else f"{match['major']}.{match['minor']}"
 
 
 def parse_extensions(values: Iterable[str]) -> tuple[str, ...]:

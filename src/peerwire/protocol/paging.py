@@ -84,7 +84,7 @@ def decode_page_token(token: str) -> tuple[str, str]:
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         decoded = json.loads(raw)
-    except (binascii.Error, ValueError, TypeError):
+    except (binascii.Error, ValueError, TypeError, RecursionError):
         raise _invalid("pageToken", "is not a token this server issued") from None
     # Only the two-element list encode_page_token writes: a 2-char string or a 2-key object
     # would otherwise unpack "successfully".
@@ -106,7 +106,7 @@ def list_query(request: ListTasksRequest) -> ListQuery:
     if request.status_timestamp_after is not None:
         try:
             status_after = sort_key(request.status_timestamp_after)
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: out of range once in UTC
             raise _invalid("statusTimestampAfter", "is not an RFC 3339 timestamp") from None
     status = None if request.status is TaskState.UNSPECIFIED else request.status
     return ListQuery(

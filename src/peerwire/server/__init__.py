@@ -1,9 +1,9 @@
 """Hosting agents: the Agent API, the task runner, stores, the event bus and the ASGI app."""
 
 from .agent import Agent, AgentExecutor, Skill, default_router
-from .app import create_app, serve
+from .app import Listening, create_app, serve
 from .asgi import A2AApp
-from .context import TaskContext
+from .context import Caller, TaskContext
 from .dispatch import CallContext, Dispatcher, TaskStream
 
 __all__ = [
@@ -11,7 +11,9 @@ __all__ = [
     "Agent",
     "AgentExecutor",
     "CallContext",
+    "Caller",
     "Dispatcher",
+    "Listening",
     "Skill",
     "TaskContext",
     "TaskStream",

@@ -20,6 +20,7 @@ from .dispatch import TaskStream
 
 __all__ = [
     "SSE_HEADERS",
+    "BodyCutShort",
     "BodyTooLarge",
     "Headers",
     "Message",
@@ -52,6 +53,11 @@ _JSON_TYPES = (b"application/json", b"application/a2a+json")
 
 class BodyTooLarge(Exception):
     pass
+
+
+class BodyCutShort(Exception):
+    """The client went away before its body ended: nothing may be dispatched on a truncated
+    body (the server answers the client, if at all; the app answers nothing)."""
 
 
 class Headers:
@@ -103,6 +109,8 @@ async def read_body(receive: Receive, limit: int, declared: int | None) -> bytes
     if declared is not None and declared > limit:
         raise BodyTooLarge
     message = await receive()
+    if message["type"] != "http.request":
+        raise BodyCutShort
     body = message.get("body", b"")
     if not message.get("more_body", False):
         if len(body) > limit:
@@ -112,6 +120,8 @@ async def read_body(receive: Receive, limit: int, declared: int | None) -> bytes
     size = len(body)
     while message.get("more_body", False):
         message = await receive()
+        if message["type"] != "http.request":
+            raise BodyCutShort
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -161,9 +171,14 @@ async def send_event_stream(
     """Answer 200 ``text/event-stream`` and send ``stream`` until it ends or the client leaves.
 
     ``event_frame`` and ``error_frame`` turn an event, or an error that ends the stream after
-    it started, into a complete SSE frame: the bindings differ only there.
+    it started, into a complete SSE frame: the bindings differ only there. A stream the server
+    ends early (``StreamEndedError``: shutdown, outage) ends with that error's frame too.
     """
-    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + extra})
+    try:
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + extra})
+    except BaseException:
+        stream.close()  # the client left before the stream began: stop following the task
+        raise
     # The client going away closes the stream, so an abandoned stream stops following its
     # task. The watch lives exactly as long as this call.
     stop_watching = _watch_disconnect(scope, receive, stream.close)

@@ -6,8 +6,12 @@ import contextlib
 import gc
 import json
 import logging
+import os
+import socket
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -28,7 +32,7 @@ if TYPE_CHECKING:
     from ..security import Authenticator, CardSigner, Principal, Verifier
     from .queue_redis import RedisWorkQueue
 
-__all__ = ["INTERFACE_NAMES", "create_app", "serve"]
+__all__ = ["INTERFACE_NAMES", "Listening", "create_app", "serve"]
 
 # The names ``interface_order=`` (``peerwire serve --interfaces``) orders the card's list by.
 INTERFACE_NAMES = {"jsonrpc": Binding.JSONRPC, "rest": Binding.HTTP_JSON, "grpc": Binding.GRPC}
@@ -59,6 +63,7 @@ def create_app(
     push: PushSettings | bool | None = None,
     queue: RedisWorkQueue | None = None,
     local_workers: bool = True,
+    on_started: Callable[[AgentCard], None] | None = None,
 ) -> A2AApp:
     """An ASGI application serving ``agent`` over JSON-RPC and HTTP+JSON, with its card.
 
@@ -97,9 +102,17 @@ def create_app(
     ``queue`` (a ``RedisWorkQueue``, with a shared store and a Redis bus; docs/DEPLOYMENT.md)
     hands tasks to whichever process consumes it: ``peerwire worker`` processes, and this
     app too unless ``local_workers`` is false.
+
+    ``on_started(card)`` is called once the app's lifespan has started (store open, restart
+    recovery done, gRPC bound), with the card as served: its interfaces carry the bound ports.
     """
     order = _interface_order(interface_order)
     task_store = open_store(store) if isinstance(store, str) else store
+    if not isinstance(task_store, TaskStore):
+        raise TypeError(
+            f"store= takes a spec string or a TaskStore (subclass "
+            f"peerwire.server.stores.TaskStore), not {type(task_store).__name__}"
+        )
     event_bus = open_bus(bus) if isinstance(bus, str) else bus
     runner = Runner(
         agent,
@@ -161,6 +174,8 @@ def create_app(
             async with deliverer or contextlib.nullcontext(), runner:
                 await runner.recover()
                 if grpc_port is None:
+                    if on_started is not None:
+                        on_started(card[0])
                     yield
                     return
                 from .grpc import grpc_address, serving_grpc  # grpcio is an optional extra
@@ -183,7 +198,14 @@ def create_app(
                         protocol_version="1.0",
                     )
                     card[0] = publish(_ordered([*http_interfaces, grpc_interface], order))
-                    yield
+                    if on_started is not None:
+                        on_started(card[0])
+                    try:
+                        yield
+                    finally:
+                        # Before gRPC stops: its streams end now and its blocked calls get
+                        # their tasks' outcome, rather than waiting out its grace.
+                        await runner.drain()
         finally:
             await event_bus.close()
             await task_store.close()
@@ -298,6 +320,27 @@ def _ordered(interfaces: Sequence[AgentInterface], order: Sequence[str]) -> list
     return sorted(interfaces, key=lambda i: rank.get(i.protocol_binding, len(order)))
 
 
+@dataclass(frozen=True, slots=True)
+class Listening:
+    """Where ``serve`` listens, once the agent can be reached there (``serve(on_ready=...)``)."""
+
+    url: str
+    """The base URL of the HTTP bindings at the bound address (``http://127.0.0.1:PORT``)."""
+    host: str
+    port: int
+    """The bound HTTP port: the one ``port=0`` picked."""
+    card: AgentCard
+    """The card as served: its interface URLs carry the bound ports (gRPC's too)."""
+
+    @property
+    def grpc_url(self) -> str | None:
+        """The card's gRPC interface URL, when gRPC is served."""
+        for interface in self.card.supported_interfaces:
+            if interface.protocol_binding == Binding.GRPC:
+                return interface.url
+        return None
+
+
 def serve(
     agent: Agent,
     *,
@@ -308,31 +351,102 @@ def serve(
     grpc: bool = True,
     grpc_port: int = 0,
     tls: ServerTLS | None = None,
+    http: Literal["peerwire", "uvicorn"] = "peerwire",
+    on_ready: Callable[[Listening], None] | None = None,
     **options: object,
 ) -> None:
     """Serve ``agent`` with peerwire's HTTP server (uvloop when installed) until interrupted.
 
+    ``port=0`` picks a free port: the socket is bound first (one socket, on the first address
+    ``host`` resolves to), so the card's URLs carry the real port. Once the app has started
+    and the socket listens, one line on stderr says where (``peerwire: serving 'Name' on
+    http://127.0.0.1:PORT``), and ``on_ready`` (called on the server's event loop) gets a
+    ``Listening`` with the bound address and the served card.
     gRPC is served beside HTTP on ``host`` and ``grpc_port`` (``0``: a free port, as the card
     shows) when ``grpc`` is set and grpcio is installed; ``options`` go to ``create_app``.
     ``tls`` serves both over TLS (HTTPS; mutual TLS when it names client CAs), and requests
     carry the client certificate in the ASGI TLS extension for ``MTLSVerifier``.
     ``log_level`` is the level of the ``peerwire`` loggers.
+    ``http="uvicorn"`` serves on uvicorn instead (the ``uvicorn`` extra; docs/DEPLOYMENT.md,
+    "Choosing the HTTP server"): the same app, lifespan, gRPC and shutdown order, uvicorn's
+    logs at ``log_level``; an mTLS security scheme is refused (uvicorn does not provide the
+    ASGI TLS extension).
     """
     from ..httpd import CannotListenError, HTTPServer
 
-    if public_url is None:
-        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        public_url = f"{'http' if tls is None else 'https'}://{shown}:{port}"
-    if grpc and _grpc_installed():
-        options = {"grpc_host": host, "grpc_tls": tls, **options, "grpc_port": grpc_port}
-    app = create_app(agent, public_url=public_url, **options)  # type: ignore[arg-type]
-    _configure_logging(log_level)
-    _tune_gc()
-    server = HTTPServer(app, ssl_context=None if tls is None else tls.ssl_context())
+    if http not in ("peerwire", "uvicorn"):
+        raise ValueError(f"unknown HTTP server {http!r} (known: peerwire, uvicorn)")
+    if http == "uvicorn":
+        from . import _uvicorn  # the "uvicorn" extra: a clear ImportError before any work
     try:
-        server.run(host=host, port=port)
+        sock = _listen(host, port)
     except CannotListenError as exc:
         raise SystemExit(f"peerwire: {exc}") from None
+    with sock:
+        bound = int(sock.getsockname()[1])
+        url = f"{'http' if tls is None else 'https'}://{_url_host(host)}:{bound}"
+        if grpc and _grpc_installed():
+            options = {"grpc_host": host, "grpc_tls": tls, **options, "grpc_port": grpc_port}
+
+        def started(card: AgentCard) -> None:
+            listening = Listening(url=url, host=host, port=bound, card=card)
+            grpc_url = listening.grpc_url
+            also = f", gRPC on {grpc_url}" if grpc_url else ""
+            print(f"peerwire: serving {agent.name!r} on {url}{also}", file=sys.stderr, flush=True)
+            if on_ready is not None:
+                on_ready(listening)
+
+        app = create_app(
+            agent,
+            public_url=public_url or url,
+            on_started=started,
+            **options,  # type: ignore[arg-type]
+        )
+        _configure_logging(log_level)
+        _tune_gc()
+        if http == "uvicorn":
+            _uvicorn.run_uvicorn(
+                app, host=host, port=bound, tls=tls, log_level=log_level, sock=sock
+            )
+            return
+        server = HTTPServer(app, ssl_context=None if tls is None else tls.ssl_context())
+        server.run(host=host, port=bound, sock=sock)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host`` (its first address) and ``port`` (``0``: any free
+    one), so the port is known before the app (and its card) is built."""
+    from ..httpd import CannotListenError
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and
+        # accepted connections inherit it; without it each response waits ~40 ms on Nagle.
+        sock = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
+    except OSError as exc:
+        raise CannotListenError(f"cannot listen on {host}:{port}: {exc}") from exc
+    try:
+        if os.name != "nt":  # as asyncio's reuse_address: restart while old sockets linger
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(_LISTEN_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise CannotListenError(f"cannot listen on {host}:{port}: {exc}") from exc
+    return sock
+
+
+# As peerwire's HTTP server asks (a burst of clients connecting at once is not refused).
+_LISTEN_BACKLOG = 2048
+
+
+def _url_host(host: str) -> str:
+    """``host`` as a URL shows it: a wildcard address as loopback, IPv6 in brackets."""
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
 
 
 def _configure_logging(level: str) -> None:

@@ -24,6 +24,7 @@ from ..errors import (
 )
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
 from ._authn import authenticate_http, challenge_headers
+from ._http import BodyCutShort as _BodyCutShort
 from ._http import BodyTooLarge as _BodyTooLarge
 from ._http import Headers as _Headers
 from ._http import Receive, Scope, Send, send_event_stream
@@ -159,7 +160,9 @@ class A2AApp:
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET, HEAD")])
             return
         card = self.card
-        if card.matches(_header(scope, b"if-none-match")):
+        if card.not_modified(
+            _header(scope, b"if-none-match"), _header(scope, b"if-modified-since")
+        ):
             await send(
                 {"type": "http.response.start", "status": 304, "headers": card.headers()[1:]}
             )
@@ -199,6 +202,8 @@ class A2AApp:
             )
             await _respond(send, 413, jsonrpc.encode_error(b"null", error))
             return
+        except _BodyCutShort:
+            return  # the client left mid-body: nothing to dispatch, nobody to answer
         try:
             principal = await authenticate_http(self.authenticator, scope)
         except A2AError as error:
@@ -221,7 +226,7 @@ class A2AApp:
                 self._required_extensions,
             )
         except A2AError as error:
-            await _respond(send, 200, jsonrpc.encode_error(jsonrpc.request_id_of(body), error))
+            await _respond(send, 200, jsonrpc.encode_error(jsonrpc.error_id(body, error), error))
             return
         call = CallContext.of(principal, extensions)
         extra = [(b"a2a-extensions", format_extensions(extensions).encode())] if extensions else []

@@ -1,9 +1,13 @@
-"""Serving the agent card: encoded once, with ``ETag`` and ``Cache-Control`` (facts §9.2)."""
+"""Serving the agent card: encoded once, with ``ETag``, ``Last-Modified`` and ``Cache-Control``
+(facts §9.2), and the conditional GETs a client revalidates with (RFC 9110 §13)."""
 
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
+from datetime import UTC
+from email.utils import formatdate, parsedate_to_datetime
 
 from ..types import AgentCard, encode
 
@@ -14,18 +18,29 @@ CARD_PATH = "/.well-known/agent-card.json"
 
 @dataclass(frozen=True, slots=True)
 class EncodedCard:
-    """A card ready to serve: its bytes, a strong ETag over them, and the cache lifetime."""
+    """A card ready to serve: its bytes, a strong ETag over them, when it was built (the
+    ``Last-Modified`` of this version, whole seconds, as HTTP dates have), the cache lifetime."""
 
     card: AgentCard
     body: bytes
     etag: bytes
     max_age: int
+    built_at: int = 0
+    last_modified: bytes = b""
 
     @classmethod
-    def of(cls, card: AgentCard, max_age: int = 300) -> EncodedCard:
+    def of(cls, card: AgentCard, max_age: int = 300, built_at: float | None = None) -> EncodedCard:
         body = encode(card)
         digest = hashlib.sha256(body).hexdigest()[:32]
-        return cls(card=card, body=body, etag=f'"{digest}"'.encode(), max_age=max_age)
+        seconds = int(time.time() if built_at is None else built_at)
+        return cls(
+            card=card,
+            body=body,
+            etag=f'"{digest}"'.encode(),
+            max_age=max_age,
+            built_at=seconds,
+            last_modified=formatdate(seconds, usegmt=True).encode(),
+        )
 
     def matches(self, if_none_match: bytes | None) -> bool:
         """Whether an ``If-None-Match`` header names this version of the card."""
@@ -34,9 +49,26 @@ class EncodedCard:
         tags = {t.strip().removeprefix(b"W/") for t in if_none_match.split(b",")}
         return b"*" in tags or self.etag in tags
 
+    def not_modified(self, if_none_match: bytes | None, if_modified_since: bytes | None) -> bool:
+        """Whether a GET or HEAD with these headers gets 304 Not Modified. ``If-None-Match``
+        decides when it is present; ``If-Modified-Since`` only without it, and only when it is
+        a valid HTTP date (RFC 9110 §13.2.2, §13.1.3)."""
+        if if_none_match is not None:
+            return self.matches(if_none_match)
+        if not if_modified_since or if_modified_since.count(b",") > 1:
+            return False  # absent, or a list of dates (ignored too): an HTTP date has one comma
+        try:
+            since = parsedate_to_datetime(if_modified_since.decode("latin-1"))
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return False  # not an HTTP date: ignored
+        if since.tzinfo is None:
+            since = since.replace(tzinfo=UTC)  # asctime's form has no zone: HTTP dates are GMT
+        return self.built_at <= since.timestamp()
+
     def headers(self) -> list[tuple[bytes, bytes]]:
         return [
             (b"content-type", b"application/json"),
             (b"etag", self.etag),
+            (b"last-modified", self.last_modified),
             (b"cache-control", b"public, max-age=%d" % self.max_age),
         ]

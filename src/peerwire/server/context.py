@@ -14,11 +14,13 @@ whatever it does before an ``ask`` may happen again.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
 
 from .._ids import new_id
+from ..security.principal import Principal
 from ..types import (
     Artifact,
     Message,
@@ -31,7 +33,54 @@ from ..types import (
     now_timestamp,
 )
 
-__all__ = ["TaskContext"]
+__all__ = ["Caller", "CallerSource", "TaskContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who sent the message a handler is working on (``TaskContext.caller``).
+
+    Only the task's owner can send its messages, so ``principal.id`` is always the task's
+    ``owner`` and ``tenant`` its tenant; what may change from one message to the next is the
+    credential: its ``scopes``, the principal's ``scheme`` and ``claims``, the ``extensions``
+    the request activated.
+    """
+
+    principal: Principal
+    """The authenticated principal (``Principal(id="")`` when the agent requires no
+    authentication)."""
+    scopes: frozenset[str]
+    """The scopes the request was granted (what the skill's ``scopes=`` were checked against)."""
+    tenant: str
+    extensions: tuple[str, ...] = ()
+    """The extensions the request activated (``A2A-Extensions``)."""
+    recorded: bool = False
+    """True when the message did not reach this process with its credential: an answer
+    replayed from the task's history (``ask`` after a restart) or a message handed over by
+    the work queue. Then only the id and tenant are known: ``scopes`` is empty, so a check of
+    scopes fails closed."""
+
+    @property
+    def id(self) -> str:
+        """The principal's id: the owner of the task (``""``: anonymous)."""
+        return self.principal.id
+
+
+class CallerSource(Protocol):
+    """What the dispatcher knows of a request's caller (``dispatch.CallContext`` is one): the
+    runner hands it over, and ``TaskContext.caller`` makes a ``Caller`` of it when asked."""
+
+    @property
+    def owner(self) -> str: ...
+
+    @property
+    def scopes(self) -> frozenset[str]: ...
+
+    @property
+    def principal(self) -> Principal | None: ...
+
+    @property
+    def extensions(self) -> tuple[str, ...]: ...
 
 
 class _Driver(Protocol):
@@ -41,9 +90,9 @@ class _Driver(Protocol):
         self, ctx: TaskContext, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent
     ) -> None: ...
 
-    def queued_message(self, ctx: TaskContext) -> Message | None: ...
+    def queued_message(self, ctx: TaskContext) -> tuple[Message, CallerSource | None] | None: ...
 
-    async def wait_for_message(self, ctx: TaskContext) -> Message: ...
+    async def wait_for_message(self, ctx: TaskContext) -> tuple[Message, CallerSource | None]: ...
 
 
 PartsLike = str | dict[str, Any] | list[Any] | Part | Sequence[Part]
@@ -65,7 +114,9 @@ class TaskContext:
         state: TaskState = TaskState.SUBMITTED,
         recorded_answers: Sequence[Message] = (),
         latest_message: Message | None = None,
+        caller: CallerSource | None = None,
     ) -> None:
+        """``caller`` sent ``latest_message`` (``None``: not known here, see ``Caller``)."""
         self._driver = driver
         self.task_id = task_id
         self.context_id = context_id
@@ -78,6 +129,31 @@ class TaskContext:
         self.owner = owner
         self.state = state
         self._recorded = list(recorded_answers)
+        self._latest_source = caller
+        # Replaying, the handler starts again at the first message, whose caller is not known
+        # here; the latest message's (the last recorded answer) comes with the last answer.
+        self._source = None if self._recorded else caller
+        self._caller: Caller | None = None
+
+    @property
+    def caller(self) -> Caller:
+        """Who sent the message being handled: the first message's caller until ``ask``
+        returns, then the one who answered. Check scopes here for what a skill does on a
+        follow-up: the dispatcher checked the skill's own ``scopes=`` on every message."""
+        caller = self._caller
+        if caller is None:
+            caller = self._caller = self._caller_of(self._source)
+        return caller
+
+    def _caller_of(self, source: CallerSource | None) -> Caller:
+        if source is None:
+            return Caller(Principal(id=self.owner), frozenset(), self.tenant, recorded=True)
+        principal = source.principal or Principal(id=source.owner, scopes=source.scopes)
+        return Caller(principal, source.scopes, self.tenant, source.extensions)
+
+    def _answered_by(self, source: CallerSource | None) -> None:
+        self._source = source
+        self._caller = None
 
     # -- status ---------------------------------------------------------------------------
 
@@ -111,16 +187,20 @@ class TaskContext:
     async def ask(self, question: str | Message) -> Message:
         """Ask the caller and wait for the answer (see the module docstring on replay)."""
         if self._recorded:
-            return self._recorded.pop(0)
+            answer = self._recorded.pop(0)
+            self._answered_by(None if self._recorded else self._latest_source)
+            return answer
         # A message that arrived while the handler was busy is the answer: the caller has
         # already said more, so the task does not stop to ask.
-        answer = self._driver.queued_message(self)
-        if answer is None:
+        queued = self._driver.queued_message(self)
+        if queued is None:
             await self._status(TaskState.INPUT_REQUIRED, question)
-            answer = await self._driver.wait_for_message(self)
+            queued = await self._driver.wait_for_message(self)
             # The follow-up put the task back to work (the dispatcher recorded WORKING).
             self.state = TaskState.WORKING
+        answer, source = queued
         self.latest_message = answer
+        self._answered_by(source)
         return answer
 
     # -- artifacts --------------------------------------------------------------------------

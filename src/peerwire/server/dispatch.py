@@ -4,6 +4,10 @@ Bindings decode a request into its typed form, call the matching method here wit
 ``CallContext`` (who is calling, for which tenant, with which extensions), and encode what comes
 back. Streaming operations return an async iterator *after* every check has passed, so a binding
 can answer an error as an ordinary response before it starts a stream.
+
+A stream the server must end before its task reached a closing state (``end_streams``: the
+shutdown, an outage of the event source) ends with ``StreamEndedError`` as its last event,
+never with a silent close, so its client knows to subscribe again.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from ..errors import (
     InvalidParamsError,
     PermissionDeniedError,
     PushNotificationNotSupportedError,
+    ServerBusyError,
+    StreamEndedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -124,6 +130,11 @@ class Dispatcher:
         self._extended_card = extended_card
         # None: push notifications are not offered (the card says so too).
         self.push_configs = push_configs
+        # Every stream that follows a task, until it closes (``end_streams`` ends them).
+        self._streams: set[TaskStream] = set()
+        # Set once the server is shutting down: new streams are refused, late ones ended.
+        self._streams_stopped: str | None = None
+        runner.on_drain(self._stop_streams)
 
     # -- SendMessage / SendStreamingMessage -----------------------------------------------------
 
@@ -177,7 +188,7 @@ class Dispatcher:
                 subscription.close()
                 raise
             task, version = record.snapshot(history_length=history_length), record.version
-        return TaskStream(StreamResponse(task=task), subscription, version)
+        return self._follow(StreamResponse(task=task), subscription, version)
 
     def _check_send(self, request: SendMessageRequest) -> int | None:
         if request.message.role is not Role.USER:
@@ -294,6 +305,7 @@ class Dispatcher:
                 message=first,
                 tenant=request.tenant,
                 owner=call.owner,
+                caller=call,
             )
             return task_id, settled, version, snapshot
         subscription = self.bus.subscribe(task_id)
@@ -304,6 +316,7 @@ class Dispatcher:
             message=first,
             tenant=request.tenant,
             owner=call.owner,
+            caller=call,
         )
         return task_id, subscription, version, snapshot
 
@@ -337,6 +350,7 @@ class Dispatcher:
                 earlier=history,
                 tenant=tenant,
                 owner=call.owner,
+                caller=call,
             )
         except BaseException:
             subscription.close()
@@ -422,7 +436,37 @@ class Dispatcher:
             raise
         # A task already waiting for input is followed, not closed at once: a second observer
         # subscribes to see it resume (the stream closes at the next closing state).
-        return TaskStream(StreamResponse(task=snapshot), subscription, record.version)
+        return self._follow(StreamResponse(task=snapshot), subscription, record.version)
+
+    # -- ending streams -------------------------------------------------------------------------
+
+    def end_streams(self, cause: str) -> int:
+        """End every open stream now, before its task reached a closing state: each sends
+        the events it already holds, then ``StreamEndedError`` (its task's id, ``cause``:
+        ``StreamEndedError.SHUTDOWN`` or ``.OUTAGE``) as its last event, and closes.
+        Returns how many streams were ended.
+
+        The runner's drain calls this (with ``"shutdown"``) as the server's shutdown begins;
+        whatever loses the source of the tasks' events (an outage of the bus) calls it too.
+        """
+        streams = list(self._streams)
+        for stream in streams:
+            stream.end(cause)
+        return len(streams)
+
+    def _stop_streams(self) -> None:
+        """The shutdown began: end the open streams, refuse new ones (``ServerBusyError``)."""
+        self._streams_stopped = StreamEndedError.SHUTDOWN
+        self.end_streams(StreamEndedError.SHUTDOWN)
+
+    def _follow(
+        self, first: StreamResponse, subscription: Subscription, version: int
+    ) -> TaskStream:
+        stream = TaskStream(first, subscription, version, self._streams)
+        if self._streams_stopped is not None:
+            # Opened while the shutdown began (its checks passed just before): it ends at once.
+            stream.end(self._streams_stopped)
+        return stream
 
     # -- push notification configs ---------------------------------------------------------------
     # A config belongs to its task: the task is loaded with the caller's owner first, so the
@@ -511,6 +555,10 @@ class Dispatcher:
     def _check_streaming(self) -> None:
         if not self._card().capabilities.streaming:
             raise UnsupportedOperationError("This agent does not support streaming")
+        if self._streams_stopped is not None:
+            raise ServerBusyError(
+                "The server is shutting down and opens no new streams; retry later"
+            )
 
     async def _load(self, task_id: str, tenant: str, owner: str | None) -> TaskRecord:
         record = await self.store.load(task_id, tenant=tenant, owner=owner)
@@ -599,19 +647,32 @@ class TaskStream:
 
     ``next`` returns ``None`` when ``timeout`` passes with no event (time for a keep-alive) and
     raises ``StopAsyncIteration`` at the end: after a closing state, a single message reply, or
-    ``close()`` (the client went away). ``next_batch`` is ``next`` for every event that is
-    ready at once. Iterating with ``async for`` ignores the timeouts.
+    ``close()`` (the client went away). A stream the server ends before a closing state
+    (``end``, or its subscription closed by the bus) raises ``StreamEndedError`` once, after
+    the events it already held: a binding sends it as the stream's last event. ``next_batch``
+    is ``next`` for every event that is ready at once. Iterating with ``async for`` ignores
+    the timeouts.
     """
 
-    __slots__ = ("_ready", "_subscription", "_version")
+    __slots__ = ("_ending", "_open", "_ready", "_subscription", "_version")
 
     def __init__(
-        self, first: StreamResponse, subscription: Subscription | None = None, version: int = 0
+        self,
+        first: StreamResponse,
+        subscription: Subscription | None = None,
+        version: int = 0,
+        open_streams: set[TaskStream] | None = None,
     ) -> None:
         # Events taken from the subscription and not handed out yet (first of all: ``first``).
         self._ready: deque[StreamResponse] = deque((first,))
         self._subscription = subscription
         self._version = version
+        # Why the server ends this stream early (``end``); raised once its events are out.
+        self._ending: StreamEndedError | None = None
+        # The dispatcher's open streams, which this one leaves when it closes.
+        self._open = open_streams if subscription is not None else None
+        if self._open is not None:
+            self._open.add(self)
 
     async def next(self, timeout: float | None = None) -> StreamResponse | None:
         ready = self._ready
@@ -634,7 +695,16 @@ class TaskStream:
         subscription = self._subscription
         if subscription is None:
             raise StopAsyncIteration
-        items = await subscription.next_batch(self._version, timeout)
+        try:
+            items = await subscription.next_batch(self._version, timeout)
+        except StopAsyncIteration:
+            # Closed under this stream, not by it: ended by the server (``end``, or the bus
+            # closed at shutdown) before a closing state. The client must hear of it.
+            ending = self._ending or StreamEndedError(
+                task_id=subscription.task_id, cause=StreamEndedError.SHUTDOWN
+            )
+            self.close()
+            raise ending from None
         if items is None:
             return None
         batch = []
@@ -645,10 +715,24 @@ class TaskStream:
                 break  # whatever follows a closing state is not this stream's
         return batch
 
+    def end(self, cause: str) -> None:
+        """End the stream early, for ``cause``: the events it holds are handed out, then
+        ``StreamEndedError`` is raised. No effect on a stream that has closed or is ending."""
+        subscription = self._subscription
+        if subscription is None or self._ending is not None:
+            return
+        self._ending = StreamEndedError(task_id=subscription.task_id, cause=cause)
+        # Wakes a waiting ``next_batch``; events already queued still come out first.
+        subscription.close()
+
     def close(self) -> None:
+        self._ending = None
         if self._subscription is not None:
             self._subscription.close()
             self._subscription = None
+        if self._open is not None:
+            self._open.discard(self)
+            self._open = None
 
     def __aiter__(self) -> TaskStream:
         return self

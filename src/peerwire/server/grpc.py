@@ -148,7 +148,8 @@ class GrpcService:
         requested: list[str] = []
         for key, value in context.invocation_metadata() or ():
             if key == "a2a-version" and isinstance(value, str):
-                version = value
+                # Repeated entries are judged together, as a joined header is.
+                version = value if version is None else f"{version},{value}"
             elif key == "a2a-extensions" and isinstance(value, str):
                 requested.append(value)
         check_version(version, lenient=self.lenient_version)

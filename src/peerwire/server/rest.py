@@ -28,6 +28,7 @@ from ..protocol import active_extensions, check_version, format_extensions, pars
 from ..types import encode
 from ._authn import authenticate_http, challenge_headers
 from ._http import (
+    BodyCutShort,
     BodyTooLarge,
     Headers,
     Receive,
@@ -107,10 +108,14 @@ class RestHandler:
                 )
                 await self._error(send, too_large, http_status=413)
                 return
+            except BodyCutShort:
+                return
         try:
             if body.strip():
                 content_type = headers.content_type
-                rest.check_content_type(None if content_type is None else content_type.decode())
+                rest.check_content_type(
+                    None if content_type is None else content_type.decode("latin-1")
+                )
             version = headers.version
             if version is None:
                 version = query_param(scope, rest.VERSION_PARAM)

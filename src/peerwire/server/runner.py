@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._ids import new_id
@@ -44,8 +44,8 @@ from ..types import (
 )
 from .agent import Agent, Skill
 from .bus import EventBus
-from .context import TaskContext, to_parts
-from .stores.base import HookedAppends, StoredTaskInfo, TaskStore
+from .context import CallerSource, TaskContext, to_parts
+from .stores.base import StoredTaskInfo, TaskStore
 
 if TYPE_CHECKING:
     from .placement import Placement
@@ -81,8 +81,9 @@ class _Live:
         self.skill = skill
         self.task: asyncio.Task[None] | None = None
         self.deadline: asyncio.Timeout | None = None
-        self.inbox: deque[Message] = deque()
-        self.waiter: asyncio.Future[Message] | None = None
+        # Follow-ups (with who sent them) the handler has not taken yet, and its ``ask``.
+        self.inbox: deque[tuple[Message, CallerSource | None]] = deque()
+        self.waiter: asyncio.Future[tuple[Message, CallerSource | None]] | None = None
         self.cancel_reason: TaskState | None = None
         self.working = False
         self.started = False
@@ -143,13 +144,14 @@ class Runner:
         # A bus that delivers only this process's events delivers only what this runner
         # publishes (see ``sees_every_event``).
         self._bus_is_local = bool(getattr(bus, "process_local", False))
-        # A store that reports each commit through a hook spares that shield (a Task per event)
-        # when publishing cannot be interrupted either (the in-process bus never suspends).
-        self._hooked_store = (
-            store if isinstance(store, HookedAppends) and self._bus_is_local else None
-        )
+        # The store's commit hook (``append``'s ``on_durable``) spares that shield (a Task per
+        # event) when publishing cannot be interrupted either (the in-process bus never
+        # suspends).
+        self._hooked_store = store if self._bus_is_local else None
         # Publications of events whose storing caller was cancelled (kept referenced).
         self._late_publications: set[asyncio.Task[None]] = set()
+        # Told as a drain begins (the dispatcher ends its streams there).
+        self._drain_listeners: list[Callable[[], None]] = []
         self.placement: Placement | None = None
         if queue is not None:
             from .placement import Placement
@@ -176,15 +178,27 @@ class Runner:
             self._group = None
             await group.__aexit__(None, None, None)
 
+    def on_drain(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` as every drain begins, before any handler is waited for: the
+        dispatcher ends its streams there (``Dispatcher.end_streams``), so no stream waits
+        for the grace."""
+        self._drain_listeners.append(listener)
+
     async def drain(self) -> None:
         """Take no more work; let working handlers finish within the grace, then fail them.
 
+        Open streams end at once with ``StreamEndedError`` (the listeners of ``on_drain``).
         Handlers parked in ``ask`` are let go and their tasks stay interrupted. A server calls
         this as its shutdown begins, before it waits for open connections, so callers blocked
-        on a task or following its stream still get its outcome; exiting the runner calls it
-        again, with nothing left to do.
+        on a task still get its outcome; exiting the runner calls it again, with nothing left
+        to do.
         """
         self._accepting = False
+        for listener in self._drain_listeners:
+            try:
+                listener()
+            except Exception:  # one failing listener must not keep the drain from happening
+                log.exception("peerwire: a drain listener failed")
         if self.placement is not None:
             await self.placement.stop_taking_work()
         await self._drain()
@@ -270,8 +284,10 @@ class Runner:
         state: TaskState = TaskState.SUBMITTED,
         answers: list[Message] | None = None,
         latest: Message | None = None,
+        caller: CallerSource | None = None,
     ) -> None:
-        """Run ``skill`` for a task that already exists in the store."""
+        """Run ``skill`` for a task that already exists in the store; ``caller`` sent its
+        latest message (``TaskContext.caller``)."""
         self.check_capacity()
         self._start(
             skill,
@@ -283,6 +299,7 @@ class Runner:
             state=state,
             answers=answers or [],
             latest=latest,
+            caller=caller,
         )
 
     async def launch(
@@ -294,6 +311,7 @@ class Runner:
         message: Message,
         tenant: str,
         owner: str,
+        caller: CallerSource | None = None,
     ) -> None:
         """Get a new task's handler running: here, or through the queue on some worker."""
         if self.placement is None:
@@ -304,6 +322,7 @@ class Runner:
                 message=message,
                 tenant=tenant,
                 owner=owner,
+                caller=caller,
             )
         else:
             self.check_capacity()
@@ -324,6 +343,7 @@ class Runner:
         message: Message,
         tenant: str,
         owner: str,
+        caller: CallerSource | None = None,
     ) -> asyncio.Future[None]:
         """Start a new task's handler here (only when ``sees_every_event``); the future is
         done once the task is terminal or interrupted, or its handler is gone.
@@ -339,6 +359,7 @@ class Runner:
             message=message,
             tenant=tenant,
             owner=owner,
+            caller=caller,
         )
         live = self._live[task_id]
         # The handler has not run yet (its task is only scheduled): no event is missed.
@@ -358,6 +379,7 @@ class Runner:
         state: TaskState,
         answers: list[Message],
         latest: Message | None = None,
+        caller: CallerSource | None = None,
     ) -> _Live:
         assert self._group is not None, "the runner is not running"
         ctx = TaskContext(
@@ -371,6 +393,7 @@ class Runner:
             state=state,
             recorded_answers=answers,
             latest_message=latest,
+            caller=caller,
         )
         live = _Live(ctx, skill)
         self._live[task_id] = live
@@ -387,8 +410,9 @@ class Runner:
         live = self._live.get(task_id)
         return live is not None and live.waiter is not None
 
-    def deliver(self, task_id: str, message: Message) -> bool:
-        """Hand a follow-up message to the task's live handler; False if there is none."""
+    def deliver(self, task_id: str, message: Message, caller: CallerSource | None = None) -> bool:
+        """Hand a follow-up message (from ``caller``, when known here) to the task's live
+        handler; False if there is none."""
         live = self._live.get(task_id)
         if live is None:
             return False
@@ -397,12 +421,12 @@ class Runner:
         if waiter is not None and not waiter.done():
             self.check_capacity()
             self._set_working(live, True)
-            waiter.set_result(message)
+            waiter.set_result((message, caller))
         else:
-            live.inbox.append(message)
+            live.inbox.append((message, caller))
         return True
 
-    def queued_message(self, ctx: TaskContext) -> Message | None:
+    def queued_message(self, ctx: TaskContext) -> tuple[Message, CallerSource | None] | None:
         """A follow-up that reached the handler while it was busy, if any (oldest first)."""
         live = self._live.get(ctx.task_id)
         if live is None or not live.inbox:
@@ -419,6 +443,7 @@ class Runner:
         earlier: list[Message],
         tenant: str,
         owner: str,
+        caller: CallerSource | None = None,
     ) -> None:
         """A follow-up message on a non-terminal task: record it and get it to the handler.
 
@@ -428,7 +453,7 @@ class Runner:
         """
         if self.is_live(task_id) and not self.is_waiting(task_id):
             await self.store.append(task_id, [follow_up])
-            self.deliver(task_id, follow_up)
+            self.deliver(task_id, follow_up, caller)
             return
         self.check_capacity()
         if self.placement is not None and not self.is_live(task_id):
@@ -440,7 +465,7 @@ class Runner:
             status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
         )
         await self._append_and_publish(task_id, (follow_up, working), (working,))
-        if not self.deliver(task_id, follow_up):
+        if not self.deliver(task_id, follow_up, caller):
             first = earlier[0] if earlier else follow_up
             self.start(
                 skill,
@@ -452,9 +477,10 @@ class Runner:
                 state=TaskState.WORKING,
                 answers=[*earlier[1:], follow_up] if earlier else [],
                 latest=follow_up,
+                caller=caller,
             )
 
-    async def wait_for_message(self, ctx: TaskContext) -> Message:
+    async def wait_for_message(self, ctx: TaskContext) -> tuple[Message, CallerSource | None]:
         """``ctx.ask`` waits here: off the working count and off the clock."""
         live = self._live[ctx.task_id]
         if live.inbox:
@@ -547,7 +573,7 @@ class Runner:
 
     async def _hooked_then_publish(
         self,
-        store: HookedAppends,
+        store: TaskStore,
         task_id: str,
         events: Sequence[Event],
         published: Sequence[Published],
@@ -566,7 +592,7 @@ class Runner:
                 self._publish_later(task_id, version, published)
 
         try:
-            version = await store.append_then(task_id, events, durable)
+            version = await store.append(task_id, events, on_durable=durable)
         except asyncio.CancelledError:
             abandoned = True
             if stored is not None:  # committed before the cancel reached this caller

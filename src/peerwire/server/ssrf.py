@@ -188,12 +188,13 @@ class WebhookGuard:
             raise WebhookRefused(f"the URL is longer than {self.max_url_length} characters")
         try:
             parsed = httpx.URL(url)
+            host = parsed.host  # an IDNA name ("xn--...") is decoded, and can fail, only here
         except (httpx.InvalidURL, TypeError, ValueError) as exc:
             raise WebhookRefused(f"the URL is not valid: {exc}") from None
         if parsed.scheme not in ("http", "https"):
             shown = parsed.scheme or "(none)"
             raise WebhookRefused(f"the URL scheme must be http or https, not {shown}")
-        if not parsed.host:
+        if not host:
             raise WebhookRefused("the URL names no host")
         if parsed.userinfo:
             raise WebhookRefused(

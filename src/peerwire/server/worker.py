@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from typing import TYPE_CHECKING
 
 from .agent import Agent
 from .bus import EventBus
-from .queue_redis import RedisWorkQueue
 from .runner import Runner
 from .stores.base import TaskStore
+
+if TYPE_CHECKING:  # the "redis" extra: the command line imports this module without it
+    from .queue_redis import RedisWorkQueue
 
 __all__ = ["run_worker", "stop_on_signals"]
 

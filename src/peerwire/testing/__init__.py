@@ -1,7 +1,8 @@
 """Helpers for testing agents (peerwire's own tests use them too).
 
-``live_server`` runs an agent on peerwire's HTTP server on loopback and yields its base URL;
-``in_process`` yields an ``httpx.AsyncClient`` that calls the app without a network::
+``live_server`` runs an agent on peerwire's HTTP server (or on uvicorn: ``http="uvicorn"``) on
+loopback and yields its base URL; ``in_process`` yields an ``httpx.AsyncClient`` that calls
+the app without a network::
 
     from peerwire.testing import live_server
 

@@ -19,11 +19,12 @@ strict mode too (there, declare the fixture with ``@pytest_asyncio.fixture``). A
 fails with an ordinary assertion that says which rule of the interface was broken.
 
 The rules covered: creating and loading, appending (one event or an all-or-nothing batch,
-validated by the task state machine, one version per event), history and chunked artifacts,
-compare-and-swap versions under concurrency, ListTasks filters/ordering/paging, scoping by
-tenant and owner, restart recovery (``unfinished``), retention, push-config storage and the
-push outbox (rows written with the events, claimed in order one per config, leased, retried,
-failed, delivered, dropped with their config).
+validated by the task state machine, one version per event, the ``on_durable`` hook), history
+and chunked artifacts, compare-and-swap versions under concurrency, ListTasks
+filters/ordering/paging, scoping by tenant and owner (loads and snapshots), restart recovery
+(``unfinished``), retention, push-config storage and the push outbox (rows written with the
+events, claimed in order one per config, leased, retried, failed, delivered, dropped with
+their config).
 """
 
 from __future__ import annotations
@@ -311,6 +312,25 @@ class StoreSuite:
         with pytest.raises(TaskNotFoundError):
             await store.append(ghost.id, [status_event(ghost, S.WORKING, at=1)])
 
+    async def test_the_durable_hook_hears_each_committed_append(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        heard: list[int] = []
+        working = [status_event(record, S.WORKING, at=1)]
+        assert await store.append(record.id, working, on_durable=heard.append) == 2
+        assert heard == [2], "on_durable runs with the new version before append returns"
+        two: list[Event] = [
+            artifact_event(record, "a", "x"),
+            status_event(record, S.COMPLETED, at=2),
+        ]
+        assert await store.append(record.id, two, on_durable=heard.append) == 4
+        assert await store.append(record.id, [], on_durable=heard.append) == 4
+        with pytest.raises(IllegalTransitionError):
+            await store.append(
+                record.id, [status_event(record, S.WORKING, at=3)], on_durable=heard.append
+            )
+        assert heard == [2, 4], "nothing written (no events, or refused), nothing heard"
+
     # -- versions: compare-and-swap ------------------------------------------------------------
 
     async def test_expected_version_must_match(self, store: TaskStore) -> None:
@@ -396,6 +416,28 @@ class StoreSuite:
         ):
             tasks, _, total = await store.list_tasks(_query(), tenant=tenant, owner=owner)
             assert (len(tasks), total) == (expected, expected), (tenant, owner)
+
+    async def test_snapshots_are_scoped_like_load(self, store: TaskStore) -> None:
+        running, finished = new_record(), new_record()
+        for record in (running, finished):
+            await store.create(record, tenant="acme", owner="alice")
+        await store.append(finished.id, [status_event(finished, S.COMPLETED, at=1)])
+        for record in (running, finished):
+            for tenant, owner, visible in (
+                ("acme", "alice", True),
+                ("acme", None, True),
+                ("acme", "bob", False),
+                ("other", "alice", False),
+            ):
+                whole = await store.load_encoded_snapshot(record.id, tenant=tenant, owner=owner)
+                cut = await store.load_snapshot(
+                    record.id, tenant=tenant, owner=owner, history_length=0
+                )
+                assert (whole is not None, cut is not None) == (visible, visible)
+                if cut is not None:
+                    assert cut.id == record.id and cut.history == []
+        ghost = "00000000-0000-4000-8000-000000000000"
+        assert await store.load_encoded_snapshot(ghost, tenant="acme", owner="alice") is None
 
     # -- ListTasks -----------------------------------------------------------------------------
 

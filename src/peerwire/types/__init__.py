@@ -5,7 +5,16 @@ client all speak these. ``encode``/``decode`` convert to and from ProtoJSON byte
 """
 
 from ._base import Model, Role, TaskState, Timestamp, now_timestamp, parse_timestamp
-from ._codec import Encoded, decode, decode_canonical, encode, from_builtins, to_builtins
+from ._codec import (
+    MAX_JSON_DEPTH,
+    Encoded,
+    check_document,
+    decode,
+    decode_canonical,
+    encode,
+    from_builtins,
+    to_builtins,
+)
 from .card import (
     AgentCapabilities,
     AgentCard,
@@ -58,6 +67,7 @@ from .task import (
 )
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "APIKeySecurityScheme",
     "AgentCapabilities",
     "AgentCard",
@@ -108,6 +118,7 @@ __all__ = [
     "TaskStatus",
     "TaskStatusUpdateEvent",
     "Timestamp",
+    "check_document",
     "decode",
     "decode_canonical",
     "encode",

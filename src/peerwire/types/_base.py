@@ -104,27 +104,31 @@ _RFC3339 = r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:
 Timestamp = Annotated[str, msgspec.Meta(pattern=_RFC3339)]
 
 
-_last_millisecond = -1
+_last_microsecond = -1
 _last_second = -1
 _last_prefix = ""
-_last_stamp = ""
 
 
 def now_timestamp() -> str:
-    """The current time as an RFC 3339 UTC timestamp with millisecond precision."""
+    """The current time as an RFC 3339 UTC timestamp with microsecond precision, strictly
+    increasing within a process.
+
+    ListTasks orders tasks by status timestamp, newest first: stamps that never repeat keep
+    that order the order things happened in, even for tasks created within one millisecond
+    (ids are random, so a tie broken by id would be a random order).
+    """
     # A busy server stamps thousands of events per second: format the date and time once per
-    # second, the milliseconds once per millisecond (strftime was a visible share of a request).
-    global _last_millisecond, _last_second, _last_prefix, _last_stamp
-    millisecond = int(time.time() * 1000)
-    if millisecond == _last_millisecond:
-        return _last_stamp
-    second, fraction = divmod(millisecond, 1000)
+    # second (strftime was a visible share of a request), the fraction per call.
+    global _last_microsecond, _last_second, _last_prefix
+    microsecond = time.time_ns() // 1000
+    if microsecond <= _last_microsecond:
+        microsecond = _last_microsecond + 1
+    _last_microsecond = microsecond
+    second, fraction = divmod(microsecond, 1_000_000)
     if second != _last_second:
         _last_prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
         _last_second = second
-    _last_millisecond = millisecond
-    _last_stamp = f"{_last_prefix}{fraction:03d}Z"
-    return _last_stamp
+    return f"{_last_prefix}{fraction:06d}Z"
 
 
 def parse_timestamp(value: str) -> datetime:

@@ -6,6 +6,13 @@ canonical form in one pass; anything else a ProtoJSON parser would accept (origi
 field names, enum numbers, int32 values as strings, URL-safe or unpadded base64) takes a
 slower second pass that rewrites those spellings into the canonical ones first. A value that is
 still wrong is reported with the JSON path of the offending member.
+
+The bindings screen every request body with ``check_document`` first, for what msgspec does
+not check itself: how deeply it nests (``MAX_JSON_DEPTH``; the parser's own guard is Python's
+recursion limit, which answers a deep document with ``RecursionError``, and lets data through
+that no protobuf reader can take), and that members it skips unread are UTF-8 too.
+``decode`` still maps a ``RecursionError`` to ``JSONParseError`` for documents nobody
+screened (a client reading a response).
 """
 
 from __future__ import annotations
@@ -20,7 +27,23 @@ import msgspec
 from ..errors import FieldViolation, InvalidParamsError, JSONParseError
 from ._base import Role, TaskState
 
-__all__ = ["Encoded", "decode", "decode_canonical", "encode", "from_builtins", "to_builtins"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "Encoded",
+    "check_document",
+    "decode",
+    "decode_canonical",
+    "encode",
+    "from_builtins",
+    "to_builtins",
+]
+
+MAX_JSON_DEPTH = 32
+"""How many levels of objects and arrays a request document may nest (the outermost counts as
+one). A2A's own members take at most six (a data part in a JSON-RPC SendMessage); the rest is
+for free-form ``metadata`` and ``data``. 32 keeps every value accepted readable over gRPC,
+where protobuf readers stop at 100 nested messages and each JSON object level costs three
+(Value, Struct, map entry)."""
 
 T = TypeVar("T")
 
@@ -58,6 +81,10 @@ _INT32 = frozenset({"historyLength", "pageSize", "totalSize"})
 # A snake_case member name somewhere in the document: the strict pass would silently ignore it.
 _SNAKE_KEY = re.compile(rb'"[a-z0-9]+_[a-z0-9_]*"\s*:')
 _UNDERSCORE = ord("_")
+# What the nesting of a JSON text depends on: quotes (strings hold text, brackets too) and
+# brackets.
+_NOT_STRUCTURAL = bytes(set(range(256)) - set(b'"[]{}'))
+_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
 
 
 def encode(value: Any) -> bytes:
@@ -73,26 +100,76 @@ def to_builtins(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
+def check_document(raw: bytes, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Raise ``JSONParseError`` when the JSON text ``raw`` from a peer nests deeper than
+    ``max_depth`` levels or is not UTF-8 (the parser reads only the members it keeps).
+
+    Cheap for a usual request: nesting deeper than ``max_depth`` takes more opening brackets
+    than that, and counting them is a loop in C, as is telling ASCII text; only a document
+    with more brackets is scanned (strings cut out, then bracket pairs peeled level by level:
+    at most ``max_depth`` passes, each a loop in C, costing about what parsing the document
+    costs), only one with other bytes decoded. Text that is not JSON may pass; the parser then
+    says what is wrong with it.
+    """
+    if raw.count(b"{") + raw.count(b"[") > max_depth and _deeper_than(raw, max_depth):
+        raise JSONParseError(
+            f"Invalid JSON payload: nested more than {max_depth} levels deep",
+            metadata={"maxDepth": str(max_depth)},
+        )
+    if not raw.isascii():
+        try:
+            raw.decode()
+        except UnicodeDecodeError as exc:
+            raise JSONParseError(
+                f"Invalid JSON payload: not UTF-8 (byte {exc.start}: {exc.reason})"
+            ) from None
+
+
+def _deeper_than(raw: bytes, limit: int) -> bool:
+    # Reduced, in C loops, to the brackets outside strings, all of one kind: "[[][[]]]".
+    if b"\\" in raw:
+        # Only an escaped quote moves where a string ends; escaped backslashes go first.
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    # Two quotes side by side are an empty string, or the end of one and the start of the
+    # next with no bracket between them: either way, nothing is lost by dropping them.
+    reduced = raw.translate(None, _NOT_STRUCTURAL).replace(b'""', b"")
+    if b'"' in reduced:
+        # Strings holding brackets: with escapes gone, quotes alternate opening and closing.
+        reduced = b"".join(reduced.split(b'"')[::2])
+    brackets = reduced.translate(_AS_SQUARE)
+    # Each pass removes every innermost pair, so a balanced sequence is gone after exactly as
+    # many passes as it is deep.
+    if b"[" * (limit + 1) in brackets:
+        return True  # the usual shape of an attack, found without peeling
+    for _ in range(limit):
+        peeled = brackets.replace(b"[]", b"")
+        if not peeled or len(peeled) == len(brackets):
+            return False  # all gone in time, or unbalanced (not JSON: the parser says so)
+        brackets = peeled
+    return True
+
+
 def decode(data: bytes | str, type_: type[T], *, path: str = "$") -> T:
     """Decode ProtoJSON bytes into ``type_``.
 
-    Raises ``JSONParseError`` for bytes that are not JSON and ``InvalidParamsError`` naming the
-    JSON path for JSON that is not a valid ``type_``.
+    Raises ``JSONParseError`` for bytes that are not JSON (or nest too deeply to parse) and
+    ``InvalidParamsError`` naming the JSON path for JSON that is not a valid ``type_``.
     """
     raw = data.encode() if isinstance(data, str) else data
-    # A document without an underscore has no snake_case key: a byte scan spares the pattern
-    # (looking for the byte's value, a memchr, costs a fifth of looking for b"_").
-    if _UNDERSCORE not in raw or _SNAKE_KEY.search(raw) is None:
-        try:
-            return _decoder(type_).decode(raw)
-        except msgspec.ValidationError:
-            pass  # maybe a non-canonical spelling: retried below
-        except msgspec.DecodeError as exc:
-            raise JSONParseError(f"Invalid JSON payload: {exc}") from None
     try:
+        # A document without an underscore has no snake_case key: a byte scan spares the
+        # pattern (looking for the byte's value, a memchr, costs a fifth of looking for b"_").
+        if _UNDERSCORE not in raw or _SNAKE_KEY.search(raw) is None:
+            try:
+                return _decoder(type_).decode(raw)
+            except msgspec.ValidationError:
+                pass  # maybe a non-canonical spelling: retried below
         loose = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
+        # Also a ValidationError of the untyped parse: a number beyond any JSON value's range.
         raise JSONParseError(f"Invalid JSON payload: {exc}") from None
+    except RecursionError:
+        raise _too_deep() from None
     return from_builtins(loose, type_, path=path)
 
 
@@ -106,11 +183,17 @@ def decode_canonical(data: bytes, type_: type[T]) -> T:
 
 def from_builtins(value: Any, type_: type[T], *, path: str = "$") -> T:
     """Build ``type_`` from already-parsed JSON values, accepting every ProtoJSON spelling."""
-    canonical = _canonicalise(value)
     try:
+        canonical = _canonicalise(value)
         return _decoder(type_).decode(_encoder.encode(canonical))
     except msgspec.ValidationError as exc:
         raise _invalid(exc, path) from None
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _too_deep() -> JSONParseError:
+    return JSONParseError("Invalid JSON payload: nested too deeply to parse")
 
 
 def _decoder(type_: type[T]) -> msgspec.json.Decoder[T]:

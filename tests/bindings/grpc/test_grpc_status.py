@@ -95,3 +95,37 @@ def test_garbage_or_contradicting_details_are_ignored() -> None:
     _, _, details = encode_status(errors.TaskNotCancelableError("t"))
     # Details whose status code is not the call's are not trusted.
     assert type(decode_status(5, "x", details)) is errors.TaskNotFoundError
+
+
+@pytest.mark.parametrize("text", ["x", "é", "😀", "%", "\n"])
+def test_the_trailers_stay_within_budget_whatever_the_text(text: str) -> None:
+    from peerwire.bindings.grpc.status import TRAILER_BUDGET
+
+    err = errors.InvalidParamsError(
+        text * 100_000,
+        metadata={"requestedVersion": text * 100_000},
+        field_violations=[errors.FieldViolation("id", text * 100_000)],
+    )
+    code, message, details = encode_status(err)
+    encoded = message.encode()
+    escaped = sum(1 for b in encoded if b < 0x20 or b > 0x7E or b == 0x25)
+    assert len(encoded) + 2 * escaped + len(details) * 4 / 3 <= TRAILER_BUDGET
+    back = decode_status(code, message, details)
+    assert type(back) is errors.InvalidParamsError
+    assert back.field_violations[0].field == "id" and back.metadata
+    assert message.endswith("…") and len(message) <= errors.MAX_ERROR_TEXT
+
+
+def test_past_the_budget_only_which_error_it_is_travels() -> None:
+    metadata = {f"key-{i}": "😀" * 100 for i in range(200)}
+    err = errors.TaskNotFoundError("Task t was not found", metadata=metadata)
+    code, message, details = encode_status(err)
+    back = decode_status(code, message, details)
+    assert type(back) is errors.TaskNotFoundError
+    assert (back.message, back.metadata) == ("Task t was not found", {})
+
+
+def test_an_error_within_budget_travels_whole() -> None:
+    err = errors.InvalidParamsError("bad", metadata={"k": "v"})
+    code, message, details = encode_status(err)
+    assert decode_status(code, message, details).metadata == {"k": "v"}

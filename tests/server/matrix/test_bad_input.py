@@ -188,10 +188,10 @@ async def test_grpc_binary_version_metadata_is_no_version(bench: Bench) -> None:
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def small() -> AsyncIterator[str]:
+async def small(http_server: str) -> AsyncIterator[str]:
     """A server that takes requests of at most ``BODY_LIMIT`` bytes."""
     agent, _ = workbench()
-    async with serving(agent, max_body_bytes=BODY_LIMIT) as url:
+    async with serving(agent, max_body_bytes=BODY_LIMIT, http=http_server) as url:
         yield url
 
 

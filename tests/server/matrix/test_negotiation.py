@@ -46,27 +46,27 @@ HTTP_BINDINGS = (Binding.JSONRPC, Binding.HTTP_JSON)
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def strict() -> AsyncIterator[str]:
+async def strict(http_server: str) -> AsyncIterator[str]:
     """A server that declares an optional extension and takes no request without a version."""
     agent, _ = workbench(extensions=[AgentExtension(uri=OPTIONAL, description="traces")])
-    async with serving(agent) as url:
+    async with serving(agent, http=http_server) as url:
         yield url
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def demanding() -> AsyncIterator[str]:
+async def demanding(http_server: str) -> AsyncIterator[str]:
     """A server whose card marks an extension as required."""
     agent, _ = workbench(
         extensions=[AgentExtension(uri=REQUIRED, required=True), AgentExtension(uri=OPTIONAL)]
     )
-    async with serving(agent) as url:
+    async with serving(agent, http=http_server) as url:
         yield url
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def lenient() -> AsyncIterator[str]:
+async def lenient(http_server: str) -> AsyncIterator[str]:
     agent, _ = workbench()
-    async with serving(agent, lenient_version=True) as url:
+    async with serving(agent, lenient_version=True, http=http_server) as url:
         yield url
 
 

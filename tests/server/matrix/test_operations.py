@@ -414,10 +414,10 @@ async def test_the_extended_card_is_not_offered(peer: Peer) -> None:
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def pushing() -> AsyncIterator[str]:
+async def pushing(http_server: str) -> AsyncIterator[str]:
     """A server that offers push notifications (webhooks on loopback allowed)."""
     agent, _ = workbench()
-    async with serving(agent, push=PushSettings(allow=("127.0.0.1",))) as url:
+    async with serving(agent, push=PushSettings(allow=("127.0.0.1",)), http=http_server) as url:
         yield url
 
 
@@ -453,10 +453,10 @@ async def test_push_config_operations_when_offered(pushing: str, binding: str) -
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def capped() -> AsyncIterator[tuple[str, Controls]]:
+async def capped(http_server: str) -> AsyncIterator[tuple[str, Controls]]:
     """A second server that runs at most one task at a time."""
     agent, controls = workbench()
-    async with serving(agent, max_working=1) as url:
+    async with serving(agent, max_working=1, http=http_server) as url:
         yield url, controls
 
 

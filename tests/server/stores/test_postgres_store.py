@@ -187,6 +187,50 @@ async def test_reads_follow_the_other_replicas_writes(
         assert loaded is not None and loaded.version == step + 2
 
 
+async def test_another_replicas_task_is_hidden_by_the_read_itself(
+    replicas: tuple[PostgresTaskStore, PostgresTaskStore],
+) -> None:
+    """A task B's process never cached, and one it did, read for another owner: no row comes
+    back (the scope is in the query), and the cached record is not thrown away for it."""
+    a, b = replicas
+    record = new_record()
+    await a.create(record, tenant="t", owner="alice")
+    assert await b.load(record.id, tenant="t", owner="bob") is None
+    assert b.cached_tasks == 0  # nothing of Alice's was fetched for Bob
+    assert await a.load(record.id, tenant="t", owner="bob") is None
+    assert await a.load(record.id, tenant="other", owner="alice") is None
+    assert a.cached_tasks == 1
+    assert await a.load(record.id, tenant="t", owner="alice") is not None
+
+
+async def test_the_durable_hook_hears_a_commit_whose_caller_was_cancelled(schema: str) -> None:
+    store = pg_store(schema)
+    await store.open()
+    try:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        heard: list[int] = []
+        committed = asyncio.Event()
+
+        def durable(version: int) -> None:
+            heard.append(version)
+            committed.set()
+
+        working = [status_event(record, S.WORKING, at=1)]
+        appending = asyncio.ensure_future(store.append(record.id, working, on_durable=durable))
+        await asyncio.sleep(0)  # the write is under way in a Task of its own
+        appending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await appending
+        with anyio.fail_after(WAIT_S):
+            await committed.wait()
+        assert heard == [2]
+        loaded = await store.load(record.id, tenant="")
+        assert loaded is not None and loaded.version == 2
+    finally:
+        await store.close()
+
+
 # -- the layout ------------------------------------------------------------------------------
 
 

@@ -390,21 +390,21 @@ async def test_the_durable_hook_hears_of_a_commit_whose_caller_was_cancelled(
         record = new_record()
         await store.create(record, tenant="", owner="")
         heard: list[int] = []
-        # Not cancelled: the hook runs before ``append_then`` returns.
+        # Not cancelled: the hook runs before ``append`` returns.
         working = [status_event(record, S.WORKING, at=1)]
-        assert await store.append_then(record.id, working, heard.append) == 2
+        assert await store.append(record.id, working, on_durable=heard.append) == 2
         assert heard == [2]
         writer = store._writer
         assert writer is not None
         gate = threading.Event()
         held = writer.submit(lambda _: gate.wait(30))
         submitted = asyncio.ensure_future(
-            store.append_then(record.id, [artifact_event(record, "a", "x")], heard.append)
+            store.append(record.id, [artifact_event(record, "a", "x")], on_durable=heard.append)
         )
         await asyncio.sleep(0)  # submitted, waiting for its commit
         # Waits for its turn behind ``submitted``: cancelled there, it writes nothing.
         queued = asyncio.ensure_future(
-            store.append_then(record.id, [artifact_event(record, "b", "y")], heard.append)
+            store.append(record.id, [artifact_event(record, "b", "y")], on_durable=heard.append)
         )
         await asyncio.sleep(0)
         submitted.cancel()

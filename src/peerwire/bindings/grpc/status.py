@@ -2,10 +2,17 @@
 ``google.rpc.Status`` whose ``details`` carry an ``ErrorInfo`` (reason, domain ``a2a-protocol.org``,
 metadata) and, for bad fields, a ``BadRequest``; it travels in the ``grpc-status-details-bin``
 trailer. The codes and reasons come from ``peerwire.errors``; this module only changes their form.
+
+Both trailers count against the receiver's metadata limit (grpc-core: 8 KiB by default, past
+which the client reports RESOURCE_EXHAUSTED instead of the error), and the message travels
+twice, percent-encoded in ``grpc-message`` (up to 12 bytes for a character) and inside the
+details (base64). ``peerwire.errors`` bounds each text; here the texts are cut further when
+the two trailers would still take more than ``TRAILER_BUDGET`` bytes.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,23 +22,61 @@ from google.rpc import error_details_pb2, status_pb2
 from ...errors import (
     BAD_REQUEST_TYPE,
     ERROR_INFO_TYPE,
+    MAX_ERROR_TEXT,
     A2AError,
     error_details,
     from_grpc_status,
     grpc_status_of,
+    wire_message,
 )
 
-__all__ = ["DETAILS_KEY", "decode_status", "encode_status"]
+__all__ = ["DETAILS_KEY", "TRAILER_BUDGET", "decode_status", "encode_status"]
 
 DETAILS_KEY = "grpc-status-details-bin"
 """The trailing-metadata key of the serialized ``google.rpc.Status``."""
 
+TRAILER_BUDGET = 4096
+"""The most bytes ``grpc-message`` and ``grpc-status-details-bin`` take on the wire, together:
+half of a default client's metadata limit, the rest left for other trailers."""
+# Each pass cuts every text to a quarter; past the last, only the reason and domain are left.
+_SHORTER_LIMITS = (MAX_ERROR_TEXT // 4, MAX_ERROR_TEXT // 16)
+
 
 def encode_status(error: A2AError) -> tuple[int, str, bytes]:
-    """The status code number, message and serialized ``google.rpc.Status`` for ``error``."""
+    """The status code number, message and serialized ``google.rpc.Status`` for ``error``,
+    within ``TRAILER_BUDGET``."""
     code, message = grpc_status_of(error)
+    details = _serialized(code, message, error_details(error))
+    for limit in _SHORTER_LIMITS:
+        if _wire_size(message, details) <= TRAILER_BUDGET:
+            break
+        message = wire_message(error, limit)
+        details = _serialized(code, message, error_details(error, limit))
+    else:
+        if _wire_size(message, details) > TRAILER_BUDGET:
+            # Hundreds of metadata entries or violations: which error it is still travels.
+            details = _serialized(code, message, _reason_only(error))
+    return code, message, details
+
+
+def _reason_only(error: A2AError) -> list[dict[str, Any]]:
+    return [
+        {key: value for key, value in detail.items() if key != "metadata"}
+        for detail in error_details(error)
+        if detail["@type"] == ERROR_INFO_TYPE
+    ]
+
+
+def _wire_size(message: str, details: bytes) -> int:
+    # grpc-message is percent-encoded (RFC 3986, all but printable ASCII); -bin is base64.
+    encoded = message.encode()
+    escaped = sum(1 for byte in encoded if byte < 0x20 or byte > 0x7E or byte == 0x25)
+    return len(encoded) + 2 * escaped + 4 * math.ceil(len(details) / 3)
+
+
+def _serialized(code: int, message: str, details: list[dict[str, Any]]) -> bytes:
     status = status_pb2.Status(code=code, message=message)
-    for detail in error_details(error):
+    for detail in details:
         packed = status.details.add()
         if detail["@type"] == ERROR_INFO_TYPE:
             packed.Pack(
@@ -48,7 +93,8 @@ def encode_status(error: A2AError) -> tuple[int, str, bytes]:
                     field=violation["field"], description=violation["description"]
                 )
             packed.Pack(bad_request)
-    return code, message, status.SerializeToString()
+    serialized: bytes = status.SerializeToString()
+    return serialized
 
 
 def decode_status(code: int, message: str, details: bytes | None) -> A2AError:

@@ -9,7 +9,10 @@ lower-case name. Failures on the way raise what ``_http.HTTP_ERRORS`` lists, whi
   native HTTP/1.1 pool of ``_h1``. URLs that the environment's ``HTTP(S)_PROXY``/``ALL_PROXY``
   (less ``NO_PROXY``) sends through a proxy go through httpx instead, which speaks to proxies.
 * ``HttpxExchange``: an ``httpx.AsyncClient`` (the caller's, or the in-process ASGI one),
-  used exactly as given.
+  used as given, except for what ``ClientLimits`` bound: the connect timeout, and the size
+  of a body read whole (counted here as it arrives; httpx has no such limit).
+
+Both carry the ``ClientLimits`` on every streamed reply (``limits``), for the SSE reader.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from typing import Protocol
 
 import httpx
 
-from ._h1 import DEFAULT_MAX_CONNECTIONS, H1Pool, default_ssl_context
+from ._h1 import H1Pool, LimitExceeded, default_ssl_context
+from ._limits import DEFAULT_LIMITS, ClientLimits
 from ._proxy import EnvironmentProxies
 
 __all__ = [
@@ -59,8 +63,13 @@ class StreamedReply(Protocol):
         """By lower-case name."""
         ...
 
+    @property
+    def limits(self) -> ClientLimits:
+        """What the reader of this body accepts (``read`` keeps to ``max_body_size``)."""
+        ...
+
     async def read(self) -> bytes:
-        """The rest of the body."""
+        """The rest of the body, within ``limits.max_body_size``."""
         ...
 
     def chunks(self) -> AsyncIterator[bytes]: ...
@@ -107,20 +116,43 @@ class HTTPExchange(Protocol):
 class _HttpxReply:
     __slots__ = ("body", "headers", "status")
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: httpx.Response, body: bytes) -> None:
         self.status = response.status_code
         self.headers: Mapping[str, str] = response.headers
-        self.body = response.content
+        self.body = body
+
+
+def _too_large(limit: int) -> LimitExceeded:
+    return LimitExceeded(
+        f"the response body is larger than ClientLimits.max_body_size ({limit} bytes)"
+    )
+
+
+async def _read_within(response: httpx.Response, limit: int) -> bytes:
+    """The body of a streamed httpx response, refused as soon as it passes ``limit`` bytes
+    (as decoded: a compressed body counts by what it expands to)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit and "content-encoding" not in response.headers:
+        raise _too_large(limit)
+    parts = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 class _HttpxStreamedReply:
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: httpx.Response, limits: ClientLimits) -> None:
         self._response = response
         self.status = response.status_code
         self.headers: Mapping[str, str] = response.headers
+        self.limits = limits
 
     async def read(self) -> bytes:
-        return await self._response.aread()
+        return await _read_within(self._response, self.limits.max_body_size)
 
     def chunks(self) -> AsyncIterator[bytes]:
         return self._response.aiter_bytes()
@@ -132,9 +164,22 @@ class _HttpxStreamedReply:
 class HttpxExchange:
     """Requests through an ``httpx.AsyncClient``; closed by ``aclose`` only if ``owned``."""
 
-    def __init__(self, client: httpx.AsyncClient, *, owned: bool = False) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        owned: bool = False,
+        limits: ClientLimits = DEFAULT_LIMITS,
+    ) -> None:
         self.client = client
+        self.limits = limits
         self._owned = owned
+
+    def _timeout(self, timeout: float | None, read: float | None) -> httpx.Timeout:
+        connect = self.limits.connect_timeout
+        if connect is None or (timeout is not None and timeout < connect):
+            connect = timeout
+        return httpx.Timeout(timeout, connect=connect, read=read)
 
     async def request(
         self,
@@ -145,10 +190,15 @@ class HttpxExchange:
         body: bytes | None = None,
         timeout: float | None,
     ) -> Reply:
-        response = await self.client.request(
-            method, url, content=body, headers=headers, timeout=timeout
+        request = self.client.build_request(
+            method, url, content=body, headers=headers, timeout=self._timeout(timeout, timeout)
         )
-        return _HttpxReply(response)
+        response = await self.client.send(request, stream=True)
+        try:
+            content = await _read_within(response, self.limits.max_body_size)
+        finally:
+            await response.aclose()
+        return _HttpxReply(response, content)
 
     async def open_stream(
         self,
@@ -167,9 +217,9 @@ class HttpxExchange:
             url,
             content=body,
             headers=headers,
-            timeout=httpx.Timeout(timeout, read=idle_timeout),
+            timeout=self._timeout(timeout, idle_timeout),
         )
-        return _HttpxStreamedReply(await self.client.send(request, stream=True))
+        return _HttpxStreamedReply(await self.client.send(request, stream=True), self.limits)
 
     async def aclose(self) -> None:
         if self._owned:
@@ -185,19 +235,20 @@ class PooledExchange:
     as httpx does): the native pool does not speak to proxies.
 
     ``ssl_context`` verifies https servers and may present a client certificate (default:
-    the system's trust store); ``max_connections`` bounds the connections per origin.
+    the system's trust store); ``limits`` bound connections per origin, connecting, and what
+    a server may send (over httpx too, as far as it allows: ``ClientLimits``).
     """
 
     def __init__(
         self,
         *,
         ssl_context: ssl.SSLContext | None = None,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        limits: ClientLimits = DEFAULT_LIMITS,
         proxies: EnvironmentProxies | None = None,
     ) -> None:
-        self._pool = H1Pool(ssl_context=ssl_context, max_connections=max_connections)
+        self._pool = H1Pool(ssl_context=ssl_context, limits=limits)
         self._ssl_context = ssl_context
-        self._max_connections = max_connections
+        self.limits = limits
         self._proxies = proxies if proxies is not None else EnvironmentProxies()
         self._proxied: dict[str, bool] = {}  # by URL
         self._httpx: HttpxExchange | None = None
@@ -220,10 +271,10 @@ class PooledExchange:
         if self._httpx is None:
             client = httpx.AsyncClient(
                 verify=self._ssl_context or default_ssl_context(),
-                limits=httpx.Limits(max_connections=self._max_connections),
+                limits=httpx.Limits(max_connections=self.limits.max_connections),
                 trust_env=True,
             )
-            self._httpx = HttpxExchange(client, owned=True)
+            self._httpx = HttpxExchange(client, owned=True, limits=self.limits)
         return self._httpx
 
     async def request(
@@ -261,8 +312,10 @@ class PooledExchange:
                 await self._httpx.aclose()
 
 
-def as_exchange(http: httpx.AsyncClient | HTTPExchange) -> HTTPExchange:
+def as_exchange(
+    http: httpx.AsyncClient | HTTPExchange, limits: ClientLimits = DEFAULT_LIMITS
+) -> HTTPExchange:
     """``http`` as an exchange: an ``httpx.AsyncClient`` is wrapped (and left open)."""
     if isinstance(http, httpx.AsyncClient):
-        return HttpxExchange(http)
+        return HttpxExchange(http, limits=limits)
     return http

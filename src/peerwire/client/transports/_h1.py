@@ -4,15 +4,22 @@ Why not httpx here: on a blocking SendMessage, httpx/httpcore/h11/anyio cost abo
 of the client's CPU (httpcore alone looks at every pooled connection on every request). This
 pool does only what the A2A HTTP bindings need, in few steps per request:
 
-* one pool of connections per origin (scheme, host, port), at most ``max_connections`` each;
-  callers beyond that wait in line (first come, first served). A connection goes back to the
-  pool only after its response was read to the end and the server did not ask to close it;
-  one kept idle longer than ``keepalive_expiry`` is closed instead of reused;
+* one pool of connections per origin (scheme, host, port), at most
+  ``ClientLimits.max_connections`` each; callers beyond that wait in line (first come, first
+  served). A connection goes back to the pool only after its response was read to the end
+  and the server did not ask to close it; one kept idle longer than ``keepalive_expiry`` is
+  closed instead of reused;
 * http and https (``ssl_context``, the system's trust store when none is given);
 * bodies framed by Content-Length, chunked, or read until the server closes; a streamed
   response is handed over as its chunks arrive (reading pauses while the consumer lags);
 * timeouts: one deadline for a whole unary exchange (waiting for a connection, connecting,
   the response), the same for a stream up to its response head, then an idle limit per chunk;
+  connecting alone within ``ClientLimits.connect_timeout``;
+* limits on what a server may send (``ClientLimits``: head, headers, status line, a body read
+  whole), checked as bytes arrive; past one, the call fails and the connection is cut;
+* a connection out of step is cut, never reused: bytes after a response or while idle, a
+  protocol switch (``101``), a parser error, an answer that came before the request was all
+  sent (the rest of the request would follow it as if it were the next);
 * a kept-alive connection the server closed while it sat idle is noticed before use; a request
   is sent again, once, on a new connection only when it went out on a reused connection that
   turned out closed before the request had fully left and before any byte of an answer came
@@ -20,7 +27,8 @@ pool does only what the A2A HTTP bindings need, in few steps per request:
 
 Not supported: proxies (the caller routes proxied URLs elsewhere), HEAD requests, request
 bodies other than bytes, content codings (requests say ``Accept-Encoding: identity``), HTTP/2.
-Failures raise ``H1Error`` subclasses; the transports map them to peerwire's error tree.
+Failures raise ``H1Error`` subclasses (``LimitExceeded`` for a limit passed); the transports
+map them to peerwire's error tree.
 
 This module is the pool; ``_h1_connection`` is one connection and the exchanges on it,
 ``_h1_request`` turns a URL and headers into the bytes of a request.
@@ -43,6 +51,7 @@ from ._h1_connection import (
     H1Error,
     H1Timeout,
     InvalidURL,
+    LimitExceeded,
     MalformedResponse,
     PoolTimeout,
     ReadTimeout,
@@ -50,9 +59,9 @@ from ._h1_connection import (
     ResponseHeaders,
 )
 from ._h1_request import Target, request_bytes
+from ._limits import DEFAULT_LIMITS, ClientLimits
 
 __all__ = [
-    "DEFAULT_MAX_CONNECTIONS",
     "ConnectFailed",
     "ConnectTimeout",
     "Disconnected",
@@ -60,6 +69,7 @@ __all__ = [
     "H1Pool",
     "H1Timeout",
     "InvalidURL",
+    "LimitExceeded",
     "MalformedResponse",
     "PoolTimeout",
     "ReadTimeout",
@@ -72,7 +82,6 @@ __all__ = [
 
 # -- tuning -----------------------------------------------------------------------------------
 
-DEFAULT_MAX_CONNECTIONS = 100
 DEFAULT_KEEPALIVE_EXPIRY = 5.0  # as httpx; servers commonly close idle connections after 5 s+
 # A connection idle for longer than this is checked for a close (or stray bytes) the event
 # loop has not processed yet before it is reused: one non-blocking poll() call. Younger
@@ -93,6 +102,7 @@ class _Origin:
         self, pool: H1Pool, loop: asyncio.AbstractEventLoop, host: str, port: int, tls: bool
     ) -> None:
         self.loop = loop
+        self.limits = pool.limits
         self._pool = pool
         self._host = host
         self._port = port
@@ -120,7 +130,7 @@ class _Origin:
                 return connection, True
         if self._pool.closed:
             raise RuntimeError("the HTTP client is closed")
-        if len(self._connections) + self._opening < self._pool.max_connections:
+        if len(self._connections) + self._opening < self._pool.limits.max_connections:
             self._opening += 1
             return await self._open(deadline), False
         granted = await self._wait_for_turn(deadline)
@@ -200,8 +210,15 @@ class _Origin:
 
     async def _open(self, deadline: float | None) -> Connection:
         """A new connection, in a slot already counted in ``_opening``."""
-        connection = Connection(self.loop, self.forget)
+        connection = Connection(self.loop, self.forget, self.limits)
         ssl_context = self._pool.ssl_context() if self._tls else None
+        connect_timeout = self.limits.connect_timeout
+        bound = ""  # what ends the wait, when it is not the call's own deadline
+        if connect_timeout is not None:
+            connect_by = self.loop.time() + connect_timeout
+            if deadline is None or connect_by < deadline:
+                deadline = connect_by
+                bound = f" (ClientLimits.connect_timeout: {connect_timeout:g} s)"
         try:
             async with asyncio.timeout_at(deadline):
                 await self.loop.create_connection(
@@ -214,7 +231,7 @@ class _Origin:
         except TimeoutError:
             self._opening -= 1
             self._slot_freed()
-            raise ConnectTimeout(f"connecting to {self._address()} timed out") from None
+            raise ConnectTimeout(f"connecting to {self._address()} timed out{bound}") from None
         except OSError as exc:
             self._opening -= 1
             self._slot_freed()
@@ -251,20 +268,18 @@ class H1Pool:
     """Keep-alive HTTP/1.1 connections per origin. Bound to the event loop of its first use.
 
     ``ssl_context`` verifies https servers (default: the system's trust store, made on first
-    need); ``max_connections`` bounds the connections per origin; ``keepalive_expiry`` is how
-    long an idle connection may be reused.
+    need); ``limits`` bound the connections per origin, connecting, and what a server may
+    send; ``keepalive_expiry`` is how long an idle connection may be reused.
     """
 
     def __init__(
         self,
         *,
         ssl_context: ssl.SSLContext | None = None,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        limits: ClientLimits = DEFAULT_LIMITS,
         keepalive_expiry: float = DEFAULT_KEEPALIVE_EXPIRY,
     ) -> None:
-        if max_connections < 1:
-            raise ValueError("max_connections must be at least 1")
-        self.max_connections = max_connections
+        self.limits = limits
         self.keepalive_expiry = keepalive_expiry
         self.closed = False
         self._ssl_context = ssl_context
@@ -398,6 +413,7 @@ class StreamedResponse:
     ) -> None:
         self.status = exchange.status
         self.headers = ResponseHeaders(exchange.raw_headers)
+        self.limits = origin.limits
         self._loop = loop
         self._origin = origin
         self._connection: Connection | None = connection
@@ -432,8 +448,19 @@ class StreamedResponse:
                 raise ReadTimeout(f"the stream sent nothing for {idle:g} s") from None
 
     async def read(self) -> bytes:
-        """The rest of the body."""
-        return b"".join([chunk async for chunk in self.chunks()])
+        """The rest of the body, within ``ClientLimits.max_body_size``."""
+        limit = self.limits.max_body_size
+        parts = []
+        size = 0
+        async for chunk in self.chunks():
+            size += len(chunk)
+            if size > limit:
+                self._abort()
+                raise LimitExceeded(
+                    f"the response body is larger than ClientLimits.max_body_size ({limit} bytes)"
+                )
+            parts.append(chunk)
+        return b"".join(parts)
 
     async def aclose(self) -> None:
         if self._exchange.complete and self._exchange.error is None:

@@ -5,6 +5,13 @@ An ``Exchange`` records what the parser saw (status, raw headers, body chunks, t
 wakes the one coroutine waiting on it: for a unary request only at the end, for a stream at
 the head and at every chunk. It also knows whether its request can be sent again safely: not
 when the whole request left this process, nor when any byte of an answer came back.
+
+Whatever the server sends ends in a defined state: bytes the parser refuses, a response past
+one of the ``ClientLimits``, a protocol switch (``101``) or bytes nobody asked for fail the
+exchange in flight with a ``MalformedResponse`` (never an exception inside asyncio) and the
+connection is cut at once (``abort``), so that nothing more of it is read or ever reused. The
+limits cost the common path almost nothing: the head is measured only while it is still
+incomplete after a read (as h11 does), the body by a running count.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from typing import Any, cast
 
 import httptools
 
+from ._limits import ClientLimits
+
 __all__ = [
     "ConnectFailed",
     "ConnectTimeout",
@@ -25,6 +34,7 @@ __all__ = [
     "H1Error",
     "H1Timeout",
     "InvalidURL",
+    "LimitExceeded",
     "MalformedResponse",
     "PoolTimeout",
     "ReadTimeout",
@@ -55,6 +65,10 @@ class MalformedResponse(H1Error):
     """The server answered something that is not HTTP/1.1 this client can read."""
 
 
+class LimitExceeded(MalformedResponse):
+    """The response passed one of the client's limits (``ClientLimits``); the message names it."""
+
+
 class H1Timeout(H1Error):
     """A deadline passed; the subclass names the step that was waiting."""
 
@@ -72,6 +86,10 @@ class ReadTimeout(H1Timeout):
 
 
 _STREAM_HIGH_WATER = 256 * 1024  # buffered bytes of a stream at which reading pauses
+# Pieces of a unary body kept apart before they are copied into one buffer: each is an object
+# of its own (some 40 bytes besides its content), and a server sending chunks of a byte or two
+# would otherwise make a body within max_body_size cost twenty times that in memory.
+_MAX_PIECES = 64
 _poll = getattr(select, "poll", None)  # not on Windows; select() there
 
 
@@ -135,7 +153,9 @@ class Exchange:
         "complete",
         "error",
         "head_done",
+        "head_size",
         "keep_alive",
+        "line_done",
         "raw_headers",
         "received",
         "sent",
@@ -149,8 +169,10 @@ class Exchange:
         self.streaming = streaming  # wake the reader at the head and every chunk, not the end
         self.status = 0
         self.raw_headers: list[tuple[bytes, bytes]] = []
-        self.chunks: list[bytes] = []
-        self.size = 0
+        self.chunks: list[bytes | bytearray] = []  # a bytearray: pieces copied together
+        self.size = 0  # body bytes: all of them (unary), those not yet taken (stream)
+        self.head_size = 0  # bytes read while the head was still incomplete
+        self.line_done = False  # the status line of an incomplete head ended
         self.head_done = False
         self.complete = False
         self.keep_alive = False
@@ -166,7 +188,7 @@ class Exchange:
 
     def fail(self, error: H1Error) -> None:
         if self.error is None and not self.complete:
-            self.error = error
+            self.error = error  # a stream's reader still gets the chunks that came before
             self.wake()
 
     def replayable(self) -> bool:
@@ -176,7 +198,7 @@ class Exchange:
 
     def body(self) -> bytes:
         chunks = self.chunks
-        if len(chunks) == 1:
+        if len(chunks) == 1 and type(chunks[0]) is bytes:
             return chunks[0]
         return b"".join(chunks)
 
@@ -202,10 +224,16 @@ class Connection(asyncio.Protocol):
     """One HTTP/1.1 connection: writes requests, feeds what arrives to its response parser."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, on_lost: Callable[[Connection], None]
+        self,
+        loop: asyncio.AbstractEventLoop,
+        on_lost: Callable[[Connection], None],
+        limits: ClientLimits,
     ) -> None:
         self._on_lost = on_lost  # tells the pool
         self._parser = httptools.HttpResponseParser(self)
+        self._limits = limits
+        self._max_body = limits.max_body_size
+        self._max_headers = limits.max_header_count
         self.transport: asyncio.Transport | None = None
         self.exchange: Exchange | None = None
         self.closed = False
@@ -233,8 +261,13 @@ class Connection(asyncio.Protocol):
         self.exchange = None
 
     def close(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            if transport.get_write_buffer_size():
+                # A request not yet fully sent: a close would wait for the server to read it.
+                transport.abort()
+            else:
+                transport.close()
         self.closed = True
 
     def abort(self) -> None:
@@ -274,33 +307,47 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         exchange = self.exchange
-        if exchange is None or exchange.complete:
+        if exchange is None or exchange.complete or exchange.error is not None:
             # Bytes nobody asked for: whatever they are, this connection is out of step.
-            self.close()
+            self.abort()
             return
         exchange.received = True
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            exchange.fail(MalformedResponse(f"the response is not valid HTTP/1.1: {exc}"))
-            self.close()
+        except Exception as exc:  # the parser's errors, and what the callbacks below raise
+            self._refuse(exchange, exc)
+            return
+        if not exchange.complete:  # more to come: what came so far must stay within bounds
+            if not exchange.head_done:
+                self._measure_head(exchange, data)
+            elif len(exchange.chunks) > _MAX_PIECES and not exchange.streaming:
+                _coalesce(exchange)  # (a stream's reader takes its pieces as they come)
 
     def eof_received(self) -> bool | None:
-        return None  # the transport closes itself; connection_lost decides what EOF meant
+        exchange = self.exchange
+        if (
+            exchange is not None
+            and not exchange.complete
+            and exchange.error is None
+            and exchange.head_done
+            and _ends_at_close(exchange)
+        ):
+            # A body without length ends where the server closed its side: its FIN came
+            # after all it sent. (A reset instead, or a close of ours, is no end of it.)
+            exchange.complete = True
+            exchange.keep_alive = False
+            exchange.wake()
+        return None  # the transport closes itself; connection_lost says what it cut short
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         exchange = self.exchange
-        if exchange is not None and not exchange.complete:
-            if exchange.head_done and _ends_at_close(exchange):
-                exchange.complete = True  # a body without length: the close is its end
-                exchange.keep_alive = False
-                exchange.wake()
-            else:
-                what = "the response ended" if exchange.received else "any response came"
-                error = Disconnected(f"the server closed the connection before {what}")
-                error.__cause__ = exc
-                exchange.fail(error)
+        if exchange is not None and not exchange.complete and exchange.error is None:
+            what = "the response ended" if exchange.received else "any response came"
+            how = "reset" if exc is not None else "closed"
+            error = Disconnected(f"the server {how} the connection before {what}")
+            error.__cause__ = exc
+            exchange.fail(error)
         if not self.lost.done():
             self.lost.set_result(None)
         self._on_lost(self)
@@ -313,7 +360,51 @@ class Connection(asyncio.Protocol):
         if self.exchange is not None:
             self.exchange.sent = True
 
-    # -- httptools callbacks
+    # -- checks, off the common path
+
+    def _refuse(self, exchange: Exchange, exc: Exception) -> None:
+        """The parser stopped on ``exc``: fail the exchange with why, and cut the connection."""
+        cause = exc.__context__ if isinstance(exc, httptools.HttpParserCallbackError) else exc
+        if isinstance(cause, H1Error):
+            error = cause  # raised by a callback below, saying what was wrong
+        else:
+            error = MalformedResponse(f"the response is not valid HTTP/1.1: {exc}")
+        exchange.fail(error)
+        self.abort()
+
+    def _measure_head(self, exchange: Exchange, data: bytes) -> None:
+        """The head is still incomplete after ``data``: it must stay within the limits."""
+        limits = self._limits
+        before = exchange.head_size
+        size = exchange.head_size = before + len(data)
+        error = None
+        if not exchange.line_done:
+            end = data.find(b"\n")
+            if end >= 0:
+                exchange.line_done = True
+            if (before + end if end >= 0 else size) > limits.max_status_line:
+                error = LimitExceeded(
+                    f"the response's status line is longer than ClientLimits.max_status_line "
+                    f"({limits.max_status_line} bytes)"
+                )
+        if error is None and size > limits.max_head_size:
+            error = LimitExceeded(
+                f"the response head is larger than ClientLimits.max_head_size "
+                f"({limits.max_head_size} bytes)"
+            )
+        if error is None and len(exchange.raw_headers) > self._max_headers:
+            error = self._too_many_headers()
+        if error is not None:
+            exchange.fail(error)
+            self.abort()
+
+    def _too_many_headers(self) -> LimitExceeded:
+        return LimitExceeded(
+            f"the response has more than ClientLimits.max_header_count "
+            f"({self._max_headers}) headers"
+        )
+
+    # -- httptools callbacks (an exception raised here stops the parser: see _refuse)
 
     def on_message_begin(self) -> None:
         exchange = self.exchange
@@ -328,22 +419,23 @@ class Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         exchange = self.exchange
         assert exchange is not None
+        if len(exchange.raw_headers) > self._max_headers:
+            raise self._too_many_headers()
         status = self._parser.get_status_code()
         if status < 200:
+            if status == 101:
+                raise MalformedResponse(
+                    "the server switched protocols (101), which this client never asks for"
+                )
+            if status < 100:
+                raise MalformedResponse(f"the response has no valid status ({status:03d})")
             return  # 1xx: informational, the real head follows
         exchange.status = status
         exchange.keep_alive = self._parser.should_keep_alive()
         exchange.head_done = True
         for name, value in exchange.raw_headers:
-            if (
-                len(name) == 16
-                and name.lower() == b"content-encoding"
-                and value.strip().lower() not in (b"", b"identity")
-            ):
-                coding = value.decode("latin-1")
-                exchange.fail(MalformedResponse(f"the response is {coding}-encoded, unasked"))
-                self.close()
-                return
+            if 15 < len(name) < 18:  # Content-Encoding, Transfer-Encoding: cheap to rule out
+                _check_coding(name, value)
         if exchange.streaming:
             exchange.wake()
 
@@ -351,13 +443,18 @@ class Connection(asyncio.Protocol):
         exchange = self.exchange
         assert exchange is not None
         exchange.chunks.append(body)
+        exchange.size += len(body)
         if exchange.streaming:
-            exchange.size += len(body)
             if exchange.size >= _STREAM_HIGH_WATER and not self._reading_paused:
                 self._reading_paused = True
                 assert self.transport is not None
                 self.transport.pause_reading()
             exchange.wake()
+        elif exchange.size > self._max_body:
+            raise LimitExceeded(
+                f"the response body is larger than ClientLimits.max_body_size "
+                f"({self._max_body} bytes)"
+            )
 
     def on_message_complete(self) -> None:
         exchange = self.exchange
@@ -366,7 +463,33 @@ class Connection(asyncio.Protocol):
             exchange.raw_headers.clear()  # the end of a 1xx response
             return
         exchange.complete = True
+        if not exchange.sent:
+            # Answered before the request was all sent: the rest of it must not follow.
+            exchange.keep_alive = False
         exchange.wake()
+
+
+def _coalesce(exchange: Exchange) -> None:
+    """Copy the pieces of a unary body read so far into one buffer (amortized: each byte is
+    copied about once more)."""
+    chunks = exchange.chunks
+    first = chunks[0]
+    buffer = first if type(first) is bytearray else bytearray(first)
+    for piece in chunks[1:]:
+        buffer += piece
+    exchange.chunks = [buffer]
+
+
+def _check_coding(name: bytes, value: bytes) -> None:
+    """Refuse a content or transfer coding this client did not ask for (it asks for none)."""
+    lower = name.lower()
+    coding = value.strip().lower()
+    if lower == b"content-encoding" and coding not in (b"", b"identity"):
+        shown = value.decode("latin-1")
+        raise MalformedResponse(f"the response is {shown}-encoded, unasked")
+    if lower == b"transfer-encoding" and coding != b"chunked":
+        shown = value.decode("latin-1")
+        raise MalformedResponse(f"the response has the transfer coding {shown!r}, unasked")
 
 
 def _ends_at_close(exchange: Exchange) -> bool:

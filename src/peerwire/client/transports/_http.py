@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
-from ...bindings.sse import SSEParser
+from ...bindings.sse import SSEEventTooLarge, SSEParser
 from ...errors import (
     A2AConnectionError,
     A2AError,
@@ -21,7 +21,7 @@ from ...errors import (
 )
 from ...types import decode
 from ._exchange import StreamedReply
-from ._h1 import Disconnected, H1Error, H1Timeout, MalformedResponse
+from ._h1 import Disconnected, H1Error, H1Timeout, LimitExceeded, MalformedResponse
 
 T = TypeVar("T")
 
@@ -44,6 +44,8 @@ def client_error(exc: Exception, url: str, what: str = "the request") -> ClientE
     if isinstance(exc, httpx.TimeoutException | H1Timeout):
         why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return A2ATimeoutError(f"{what} to {url} timed out ({why})", url=url)
+    if isinstance(exc, LimitExceeded):
+        return InvalidResponseError(f"{what} to {url} got an answer past a limit: {exc}", url=url)
     if isinstance(exc, httpx.DecodingError | httpx.TooManyRedirects | MalformedResponse):
         return InvalidResponseError(f"{what} to {url} got an unreadable answer: {exc}", url=url)
     detail = str(exc) or type(exc).__name__
@@ -120,8 +122,10 @@ HTTP_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, H1Error)
 
 
 async def sse_payloads(reply: StreamedReply, url: str, operation: str) -> AsyncIterator[bytes]:
-    """The ``data`` of each SSE event of ``reply``; a broken connection is a typed error."""
-    parser = SSEParser()
+    """The ``data`` of each SSE event of ``reply``; a broken connection is a typed error, and
+    so is an event past ``ClientLimits.max_sse_event_size`` (the caller closes ``reply``,
+    which then cuts its connection)."""
+    parser = SSEParser(reply.limits.max_sse_event_size)
     chunks = reply.chunks()
     while True:
         try:
@@ -130,7 +134,17 @@ async def sse_payloads(reply: StreamedReply, url: str, operation: str) -> AsyncI
             return
         except HTTP_ERRORS as exc:
             raise client_error(exc, url, f"the {operation} stream") from exc
-        for data in parser.feed(chunk):
+        try:
+            events = parser.feed(chunk)
+        except SSEEventTooLarge as exc:
+            for data in exc.events:
+                yield data
+            raise InvalidResponseError(
+                f"the {operation} stream from {url} was refused: {exc} "
+                "(ClientLimits.max_sse_event_size)",
+                url=url,
+            ) from None
+        for data in events:
             yield data
 
 

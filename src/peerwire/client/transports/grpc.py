@@ -2,7 +2,8 @@
 ``grpc.aio`` channel.
 
 Every call carries ``a2a-version: 1.0`` metadata, the extensions asked for as
-``a2a-extensions``, and the call's extra headers (credentials) as lower-cased metadata.
+``a2a-extensions``, and the call's extra headers (credentials) as lower-cased metadata, each
+key once (a header named like a service parameter does not repeat it).
 Requests and answers cross the channel as bytes and are converted here, so an answer that is
 not a valid A2A message is an ``InvalidResponseError``, not an exception inside gRPC.
 
@@ -271,11 +272,15 @@ def _metadata(options: CallOptions) -> tuple[tuple[str, str], ...]:
             "the gRPC binding cannot carry (it has metadata, no query string): call it over "
             "JSON-RPC or HTTP+JSON"
         )
-    metadata = [("a2a-version", PROTOCOL_VERSION)]
+    # One entry per key: a server joins repeated metadata into one comma-separated value
+    # (Node's does), and "1.0, 1.0" is no version it speaks. Names differing only in case
+    # collapse to the last one given; an A2A-Version header (the Client hands every transport
+    # one) is sent as given, else this transport's version.
+    metadata = {name.lower(): value for name, value in options.headers.items()}
+    metadata.setdefault("a2a-version", PROTOCOL_VERSION)
     if options.extensions:
-        metadata.append(("a2a-extensions", format_extensions(options.extensions)))
-    metadata.extend((name.lower(), value) for name, value in options.headers.items())
-    return tuple(metadata)
+        metadata["a2a-extensions"] = format_extensions(options.extensions)
+    return tuple(metadata.items())
 
 
 def _trailer(metadata: Any, key: str) -> bytes | None:

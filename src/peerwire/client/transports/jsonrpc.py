@@ -2,10 +2,12 @@
 
 Unary calls POST one request envelope and decode the ``result`` into the expected type.
 Streaming calls ask for ``text/event-stream`` and branch on the answer's Content-Type: an error
-found before the stream started comes back as an ordinary JSON body. A stream ends when the
-server ends the response; a caller that stops early (``aclose``, ``break``) closes the HTTP
-response and sees no error. Requests go through an ``HTTPExchange`` (``_exchange``): the
-client's native pool, or an ``httpx.AsyncClient``.
+found before the stream started comes back as an ordinary JSON body; one after it started is
+the stream's last event, an envelope with ``error`` instead of ``result``, raised from the
+iterator as its class (``StreamEndedError`` when the server ended the stream early: shutdown,
+outage). A stream ends when the server ends the response; a caller that stops early
+(``aclose``, ``break``) closes the HTTP response and sees no error. Requests go through an
+``HTTPExchange`` (``_exchange``): the client's native pool, or an ``httpx.AsyncClient``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ which also understands the 1.0.0 statuses and problem+json bodies of older serve
 
 Streams ask for ``text/event-stream``; each event's data is a bare ``StreamResponse``. An error
 after the stream started arrives as one more event holding a Status document (named
-``error`` by the reference SDK and by peerwire; recognised by its content either way).
+``error`` by the reference SDK and by peerwire; recognised by its content either way), raised
+from the iterator as its class (``StreamEndedError`` when the server ended the stream early).
 SubscribeToTask is sent as POST by default, as the spec text and the reference SDK do;
 ``subscribe_method="GET"`` follows the proto's http rule instead (erratum E1).
 """

@@ -57,6 +57,7 @@ __all__ = [
     "SELECT_TASK",
     "SELECT_TASK_VERSION",
     "SELECT_UNFINISHED",
+    "SELECT_VISIBLE_TASK",
     "TASK_EXISTS",
     "UPSERT_PUSH_CONFIG",
     "ListStatements",
@@ -122,6 +123,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # A config's rows in order: its head pending row, its rows on deletion, inspection.
         "CREATE INDEX push_outbox_by_config ON push_outbox (task_id, config_id, seq)",
     ),
+    (
+        # Looking a task up for a caller, scope first: the search runs among the caller's own
+        # entries, so another caller's task and a missing id take the same path, and neither
+        # reads a row (docs/SECURITY.md).
+        "CREATE INDEX tasks_by_scope ON tasks (tenant, owner, id)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -149,6 +156,12 @@ SELECT_TASK_VERSION = "SELECT version FROM tasks WHERE id = ?"
 TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
 SELECT_TASK = (
     "SELECT context_id, tenant, owner, version, snapshot, snapshot_version FROM tasks WHERE id = ?"
+)
+# The task if it is the tenant's and owner's (parameters: tenant, owner, id), found through
+# ``tasks_by_scope``: another's task is as absent as a missing one, and as fast to miss.
+SELECT_VISIBLE_TASK = (
+    "SELECT context_id, tenant, owner, version, snapshot, snapshot_version FROM tasks "
+    "INDEXED BY tasks_by_scope WHERE tenant = ? AND owner = ? AND id = ?"
 )
 SELECT_EVENTS = "SELECT kind, body FROM events WHERE task_id = ? AND version > ? ORDER BY version"
 INSERT_EVENT = "INSERT INTO events (task_id, version, kind, body) VALUES (?, ?, ?, ?)"

@@ -45,6 +45,8 @@ _MAX_BATCH = 1024
 _CHECKPOINT_EVERY = 32
 # The writer's own automatic checkpoint, a backstop (SQLite's default is 1000 pages).
 _BACKSTOP_PAGES = 4000
+# A log this long has outrun both: the checkpointer restarts it (see ``Checkpointer``).
+_RESTART_PAGES = _BACKSTOP_PAGES
 
 
 def connect(path: str, *, synchronous: str, read_only: bool = False) -> sqlite3.Connection:
@@ -61,8 +63,12 @@ def connect(path: str, *, synchronous: str, read_only: bool = False) -> sqlite3.
 
 def leave_checkpoints_to_thread(writer: sqlite3.Connection) -> None:
     """Keep only a backstop of SQLite's automatic checkpoint on the writing connection: the
-    ``Checkpointer`` thread does the copying (see there)."""
+    ``Checkpointer`` thread does the copying (see there). When the log restarts, the file is
+    cut back to the backstop's size: one long stretch without a restart does not leave it
+    large for good."""
     writer.execute(f"PRAGMA wal_autocheckpoint={_BACKSTOP_PAGES}")
+    (page_size,) = writer.execute("PRAGMA page_size").fetchone()
+    writer.execute(f"PRAGMA journal_size_limit={_BACKSTOP_PAGES * int(page_size)}")
 
 
 def migrate(connection: sqlite3.Connection) -> int:
@@ -135,7 +141,9 @@ class Checkpointer:
     log restarts from its beginning only after a checkpoint that finished before the next write
     began, which a steady stream of commits rarely allows: so the writer keeps an automatic
     checkpoint of its own at ``_BACKSTOP_PAGES``, which finds the log mostly copied already and
-    lets it restart, bounding the file (about 16 MB at 4 KB pages).
+    lets it restart, bounding the file (about 16 MB at 4 KB pages). Under load the two can
+    keep missing each other (the backstop is skipped while this thread holds the checkpoint
+    lock, through a slow fsync): past ``_RESTART_PAGES`` this thread restarts the log itself.
     """
 
     def __init__(self, connection: sqlite3.Connection) -> None:
@@ -175,11 +183,20 @@ class Checkpointer:
                 if self._stopping:
                     return
                 try:
-                    self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    self._checkpoint()
                 except sqlite3.Error as exc:  # the writer's backstop checkpoint still runs
                     log.warning("peerwire: a SQLite checkpoint failed: %s", exc)
         finally:
             self._connection.close()
+
+    def _checkpoint(self) -> None:
+        (_, frames, _) = self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        if frames > _RESTART_PAGES:
+            # The log has outgrown the backstop without restarting: every checkpoint ended
+            # after the next write had begun. RESTART waits for the write in progress, copies
+            # the little that is left and holds new writes back only for that, so the next
+            # write starts the log from its beginning (and cuts the file back).
+            self._connection.execute("PRAGMA wal_checkpoint(RESTART)")
 
 
 class GroupCommitWriter:

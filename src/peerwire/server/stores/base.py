@@ -14,15 +14,15 @@ deliverer (``server.push``) claims due rows, sends them and marks the outcome.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 from ...protocol import Event, ListQuery, TaskRecord
 from ...types import Encoded, Task, TaskPushNotificationConfig, TaskState
 
 __all__ = [
-    "HookedAppends",
     "OutboxRow",
     "OutboxState",
     "SnapshotReader",
@@ -66,17 +66,36 @@ class OutboxRow:
     """Why the latest attempt failed (``""``: none did)."""
 
 
-@runtime_checkable
-class TaskStore(Protocol):
+class TaskStore(abc.ABC):
+    """What a store implements: subclass this and implement every abstract method.
+
+    A subclass that leaves one out cannot be instantiated (``TypeError`` naming what is
+    missing), and ``create_app`` takes nothing that is not a ``TaskStore``. Every write of a
+    task's events goes through ``append`` (the runner's, with ``on_durable``, as well as the
+    dispatcher's): a subclass that wraps ``append`` sees them all. ``load_snapshot`` and
+    ``load_encoded_snapshot`` have defaults over ``load`` that a store may override when it
+    can read a task's snapshot more cheaply; ``appends_never_suspend`` is an optional claim.
+    ``peerwire.testing.store_suite`` checks the rules below (docs/STORAGE.md).
+    """
+
+    appends_never_suspend: ClassVar[bool] = False
+    """True only if ``append`` never yields to the event loop (the memory store): then no
+    cancel can come between storing an event and publishing it, and the runner does not
+    guard that pair."""
+
+    @abc.abstractmethod
     async def open(self) -> None:
         """Connect, create or migrate the schema. Called once before use."""
 
+    @abc.abstractmethod
     async def close(self) -> None:
         """Flush and release resources."""
 
+    @abc.abstractmethod
     async def create(self, record: TaskRecord, *, tenant: str, owner: str) -> None:
         """Store a new task at ``record.version``. Raises ``VersionConflictError`` if it exists."""
 
+    @abc.abstractmethod
     async def load(
         self, task_id: str, *, tenant: str, owner: str | None = None
     ) -> TaskRecord | None:
@@ -84,26 +103,59 @@ class TaskStore(Protocol):
 
         ``owner=None`` skips the owner check (internal use). The caller must not mutate it.
         What ``load`` returns has been stored durably (by stores that are durable at all).
+        A task another tenant or owner may not see must take the same work to refuse as an id
+        that does not exist (docs/SECURITY.md): check visibility in the same read that looks
+        the task up, not before it from a cache.
         """
 
+    @abc.abstractmethod
     async def append(
-        self, task_id: str, events: Sequence[Event], *, expected_version: int | None = None
+        self,
+        task_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int | None = None,
+        on_durable: Callable[[int], None] | None = None,
     ) -> int:
         """Validate and apply ``events`` in order; return the task's new version.
 
         Raises ``IllegalTransitionError`` (nothing applied) for an event the state machine
         forbids, ``TaskNotFoundError`` for an unknown task and ``VersionConflictError`` when
         ``expected_version`` is given and is not the stored version.
+
+        ``on_durable(version)`` runs on the event loop once the events have committed, before
+        this returns, and even if the caller was cancelled while the write went on: the runner
+        publishes from there what a cancelled caller stored, so a cancel never comes between
+        stored and published. A caller cancelled before its events were handed to the
+        database appends (and hears) nothing; with no events nothing is written and the hook
+        is not called.
         """
 
+    async def load_snapshot(
+        self, task_id: str, *, tenant: str, owner: str | None, history_length: int | None
+    ) -> Task | None:
+        """``load(...).snapshot(history_length=...)``, or ``None`` where ``load`` finds none."""
+        record = await self.load(task_id, tenant=tenant, owner=owner)
+        return None if record is None else record.snapshot(history_length=history_length)
+
+    async def load_encoded_snapshot(
+        self, task_id: str, *, tenant: str, owner: str | None
+    ) -> Task | Encoded[Task] | None:
+        """The whole task (no history cut) as ``load_snapshot`` reads it, or already encoded
+        where the store holds it so (what ``GetTask`` answers without decoding it)."""
+        return await self.load_snapshot(task_id, tenant=tenant, owner=owner, history_length=None)
+
+    @abc.abstractmethod
     async def list_tasks(
         self, query: ListQuery, *, tenant: str, owner: str | None
     ) -> tuple[list[Task], str, int]:
         """One page of the visible tasks matching ``query``: tasks, next token, total."""
 
+    @abc.abstractmethod
     async def unfinished(self) -> list[StoredTaskInfo]:
         """Every task not in a terminal state (for restart recovery)."""
 
+    @abc.abstractmethod
     async def delete_terminal_before(self, status_key: str) -> int:
         """Remove terminal tasks whose status sort key is older than ``status_key``.
 
@@ -114,19 +166,24 @@ class TaskStore(Protocol):
     # Push-notification configs live with their task (and go when retention removes it).
     # Callers check that the task is visible to the caller first; these do not scope.
 
+    @abc.abstractmethod
     async def save_push_config(self, config: TaskPushNotificationConfig) -> None:
         """Store ``config`` under ``(config.task_id, config.id)``, replacing one with that id.
 
         Raises ``TaskNotFoundError`` if the task does not exist.
         """
 
+    @abc.abstractmethod
     async def get_push_config(
         self, task_id: str, config_id: str
-    ) -> TaskPushNotificationConfig | None: ...
+    ) -> TaskPushNotificationConfig | None:
+        """The config, or ``None`` if the task has none with that id."""
 
+    @abc.abstractmethod
     async def list_push_configs(self, task_id: str) -> list[TaskPushNotificationConfig]:
         """The task's configs in the order they were first saved."""
 
+    @abc.abstractmethod
     async def delete_push_config(self, task_id: str, config_id: str) -> None:
         """Remove the config if it exists (deleting a missing one is not an error), with its
         pending outbox rows: nothing is sent to a deleted config."""
@@ -134,10 +191,12 @@ class TaskStore(Protocol):
     # The push outbox (see the module docstring). Times are seconds since the epoch: rows
     # outlive the process, so a monotonic clock would not do.
 
+    @abc.abstractmethod
     def on_outbox(self, listener: Callable[[], None] | None) -> None:
         """Call ``listener`` (on the event loop) after an append that wrote outbox rows has
         committed, so the deliverer need not wait for its next poll. ``None`` stops that."""
 
+    @abc.abstractmethod
     async def claim_due(self, now: float, *, limit: int, lease: float) -> list[OutboxRow]:
         """Claim up to ``limit`` pending rows due at ``now``, oldest first, for one attempt.
 
@@ -147,15 +206,19 @@ class TaskStore(Protocol):
         dies mid-attempt, the row is sent again once the lease has passed.
         """
 
+    @abc.abstractmethod
     async def mark_delivered(self, row_id: str) -> None:
         """The row's receiver acknowledged it: never send it again (a missing row is ignored)."""
 
+    @abc.abstractmethod
     async def mark_retry(self, row_id: str, next_attempt_at: float, error: str) -> None:
         """An attempt failed with ``error``; the row is due again at ``next_attempt_at``."""
 
+    @abc.abstractmethod
     async def mark_failed(self, row_id: str, error: str) -> None:
         """Give up on the row, recording why; the config's later rows become claimable."""
 
+    @abc.abstractmethod
     async def outbox(self, task_id: str) -> list[OutboxRow]:
         """Every outbox row of the task (any state), by ``seq`` then config (for inspection)."""
 
@@ -164,9 +227,10 @@ class TaskStore(Protocol):
 class SnapshotReader(Protocol):
     """Reading a task as the API hands it out: what ``GetTask`` and a blocking send answer.
 
-    Optional for a store: ``snapshot_reader`` gives any ``TaskStore`` one. A store implements
-    it when it can do better than building the task's record first (the memory store keeps a
-    finished task encoded: it decodes it straight into a ``Task``, or hands its bytes over).
+    Every ``TaskStore`` is one (with defaults over ``load``, which a store overrides when it
+    can do better than building the task's record first: the memory store keeps a finished
+    task encoded and decodes it straight into a ``Task``, or hands its bytes over).
+    ``snapshot_reader`` gives one for any object with a ``load``.
     """
 
     async def load_snapshot(
@@ -202,30 +266,8 @@ class _SnapshotsFromRecords:
 
 
 def snapshot_reader(store: TaskStore) -> SnapshotReader:
-    """``store`` itself if it reads snapshots on its own, else the default over ``load``."""
+    """``store`` itself if it reads snapshots (every ``TaskStore`` does), else the default
+    over its ``load``."""
     if isinstance(store, SnapshotReader):
         return store
     return _SnapshotsFromRecords(store)
-
-
-@runtime_checkable
-class HookedAppends(Protocol):
-    """An append that reports its commit through a hook, for a store whose appends suspend.
-
-    Optional for a store. The runner stores an event and then publishes it as one step that a
-    cancel cannot split; without this hook it needs a shielding Task per event, with it, it
-    publishes from the hook only when its own caller was cancelled while the write went on.
-    """
-
-    async def append_then(
-        self,
-        task_id: str,
-        events: Sequence[Event],
-        on_durable: Callable[[int], None],
-        *,
-        expected_version: int | None = None,
-    ) -> int:
-        """``append``, and ``on_durable(version)`` on the event loop once the events have
-        committed, before this returns, even if the caller was cancelled meanwhile. A caller
-        cancelled before its events were handed to the database appends (and hears) nothing;
-        with no events nothing is written and the hook is not called."""

@@ -6,6 +6,7 @@ import dataclasses
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import msgspec
 
@@ -16,11 +17,13 @@ from ...types import (
     Task,
     TaskPushNotificationConfig,
     TaskState,
+    TaskStatus,
     decode_canonical,
     encode,
+    now_timestamp,
 )
 from ._rows import event_body, outbox_row_id, push_body
-from .base import OutboxRow, StoredTaskInfo
+from .base import OutboxRow, StoredTaskInfo, TaskStore
 
 __all__ = ["MemoryTaskStore"]
 
@@ -38,7 +41,9 @@ class _Entry:
         self._encoded: bytes | None = None
 
     def visible(self, tenant: str, owner: str | None) -> bool:
-        return self.tenant == tenant and (owner is None or self.owner == owner)
+        # Both comparisons always run (``&``, not ``and``): how long a check of a task the
+        # caller may not see takes must not depend on which of the two failed.
+        return (self.tenant == tenant) & (owner is None or self.owner == owner)
 
     def finished_snapshot(self) -> bytes:
         """The finished task's whole snapshot as ProtoJSON, encoded once: it never changes."""
@@ -59,7 +64,7 @@ class _Header(msgspec.Struct, array_like=True, frozen=True, gc=False):
     owner: str
 
     def visible(self, tenant: str, owner: str | None) -> bool:
-        return self.tenant == tenant and (owner is None or self.owner == owner)
+        return (self.tenant == tenant) & (owner is None or self.owner == owner)  # as _Entry's
 
 
 class _Compacted(_Header, array_like=True, frozen=True, gc=False):
@@ -114,8 +119,46 @@ def _pack(compacted: _Compacted) -> bytes:
 _unpack = msgspec.msgpack.Decoder(_Compacted).decode
 _unpack_header = msgspec.msgpack.Decoder(_Header).decode  # skips the snapshot
 
+# Stand-ins for the checks a lookup that finds nothing visible does not need for its answer
+# (``MemoryTaskStore._visible``): an expanded task and a compacted one's header, with fields
+# of the usual sizes. Neither is ever taken for a match.
+_NOBODY = _pack(
+    _Compacted(
+        status_key=sort_key(now_timestamp()),
+        state=TaskState.UNSPECIFIED.number,
+        version=0,
+        context_id="00000000-0000-4000-8000-000000000000",
+        tenant="-",
+        owner="00000000-0000-4000-8000-000000000000",
+        snapshot=b"{}",
+    )
+)
+_ABSENT = _Entry(
+    TaskRecord(
+        "00000000-0000-4000-8000-000000000000",
+        "00000000-0000-4000-8000-000000000000",
+        TaskStatus(state=TaskState.SUBMITTED, timestamp=now_timestamp()),
+    ),
+    tenant="-",
+    owner="00000000-0000-4000-8000-000000000000",
+)
 
-class MemoryTaskStore:
+
+def _compacted_if_visible(stored: _Entry | bytes, tenant: str, owner: str | None) -> bytes | None:
+    """The rest of ``MemoryTaskStore._visible``, once ``stored`` was found not to be a visible
+    expanded task: a compacted task if its header says it is visible. The checks a path does
+    not need for its answer run on stand-ins that never match (``_NOBODY``, ``_ABSENT``), so
+    every path that finds nothing costs the same."""
+    if isinstance(stored, _Entry):  # another caller's, or ``_ABSENT``: none at all
+        _unpack_header(_NOBODY).visible(tenant, owner)
+        return None
+    if _unpack_header(stored).visible(tenant, owner):
+        return stored
+    _ABSENT.visible(tenant, owner)
+    return None
+
+
+class MemoryTaskStore(TaskStore):
     """Tasks in a dict. Appends fold in place; nothing is copied per event.
 
     A finished task is compacted once ``expanded_finished`` more tasks have finished after it:
@@ -125,7 +168,7 @@ class MemoryTaskStore:
 
     # ``append`` never awaits anything that suspends: a cancel cannot land between storing an
     # event and its publication (the runner skips shielding that pair for such stores).
-    appends_never_suspend = True
+    appends_never_suspend: ClassVar[bool] = True
 
     def __init__(self, *, expanded_finished: int = 256) -> None:
         # A task is an ``_Entry`` until it has finished and is compacted into ``bytes``.
@@ -162,45 +205,55 @@ class MemoryTaskStore:
     async def load(
         self, task_id: str, *, tenant: str, owner: str | None = None
     ) -> TaskRecord | None:
-        stored = self._tasks.get(task_id)
-        if stored is None:
-            return None
-        if isinstance(stored, _Entry):
-            return stored.record if stored.visible(tenant, owner) else None
-        compacted = _unpack(stored)
-        return compacted.record() if compacted.visible(tenant, owner) else None
+        stored = self._tasks.get(task_id, _ABSENT)
+        if isinstance(stored, _Entry) and stored.visible(tenant, owner) and stored is not _ABSENT:
+            return stored.record  # the common case first, without a call (``_visible``)
+        found = _compacted_if_visible(stored, tenant, owner)
+        return None if found is None else _unpack(found).record()
 
     async def load_snapshot(
         self, task_id: str, *, tenant: str, owner: str | None, history_length: int | None
     ) -> Task | None:
-        stored = self._tasks.get(task_id)
-        if stored is None:
+        found = self._visible(task_id, tenant, owner)
+        if found is None:
             return None
-        if isinstance(stored, _Entry):
-            if not stored.visible(tenant, owner):
-                return None
-            return stored.record.snapshot(history_length=history_length)
-        compacted = _unpack(stored)
-        return compacted.task(history_length) if compacted.visible(tenant, owner) else None
+        if isinstance(found, _Entry):
+            return found.record.snapshot(history_length=history_length)
+        return _unpack(found).task(history_length)
 
     async def load_encoded_snapshot(
         self, task_id: str, *, tenant: str, owner: str | None
     ) -> Task | Encoded[Task] | None:
-        stored = self._tasks.get(task_id)
-        if stored is None:
-            return None
-        if isinstance(stored, _Entry):
-            if not stored.visible(tenant, owner):
-                return None
+        stored = self._tasks.get(task_id, _ABSENT)
+        if isinstance(stored, _Entry) and stored.visible(tenant, owner) and stored is not _ABSENT:
+            # ``_visible`` inlined: GetTask's common case.
             record = stored.record
             if record.terminal:
                 return Encoded(stored.finished_snapshot(), Task)
             return record.snapshot()  # still changing: encoded afresh for every reader
-        compacted = _unpack(stored)
-        return Encoded(compacted.snapshot, Task) if compacted.visible(tenant, owner) else None
+        found = _compacted_if_visible(stored, tenant, owner)
+        return None if found is None else Encoded(_unpack(found).snapshot, Task)
+
+    def _visible(self, task_id: str, tenant: str, owner: str | None) -> _Entry | bytes | None:
+        """The stored task if ``tenant``/``owner`` may see it.
+
+        Whatever hides a task (another caller's, expanded or compacted, or none at all), the
+        lookup takes the same steps: one dict lookup, one ``_Entry.visible``, one header
+        decoded and checked (``_compacted_if_visible``). So a caller cannot tell the ids of
+        other callers' tasks from unused ones by how long the answer takes (docs/SECURITY.md).
+        """
+        stored = self._tasks.get(task_id, _ABSENT)
+        if isinstance(stored, _Entry) and stored.visible(tenant, owner) and stored is not _ABSENT:
+            return stored
+        return _compacted_if_visible(stored, tenant, owner)
 
     async def append(
-        self, task_id: str, events: Sequence[Event], *, expected_version: int | None = None
+        self,
+        task_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int | None = None,
+        on_durable: Callable[[int], None] | None = None,
     ) -> int:
         stored = self._tasks.get(task_id)
         if stored is None:
@@ -222,6 +275,8 @@ class MemoryTaskStore:
         configs = self._push.get(task_id)
         if configs:
             self._queue_notifications(task_id, base, events, list(configs))
+        if on_durable is not None and events:
+            on_durable(record.version)  # as durable as this store gets: applied
         return record.version
 
     def _finished(self, entry: _Entry) -> None:

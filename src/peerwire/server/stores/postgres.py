@@ -20,7 +20,8 @@ Appends to one task from this process queue on an in-process lock instead of rac
 
 Reading: ``load`` sends the cached version along; the row's own version decides in the same
 statement whether the snapshot and events come back (another process wrote) or not (the cache
-is current). ListTasks runs its count, page and event reads in one REPEATABLE READ transaction
+is current). A caller's load asks for the row by tenant, owner and id (``tasks_by_scope``), so
+another caller's task is no row, as a missing one is. ListTasks runs its count, page and event reads in one REPEATABLE READ transaction
 so they agree. Only committed writes reach the cache, so nothing handed out was rolled back.
 
 Connections: an asyncpg pool of ``min_size`` to ``max_size``. An operation that finds every
@@ -80,7 +81,7 @@ from ._rows import (
     status_key,
     to_ms,
 )
-from .base import OutboxRow, StoredTaskInfo
+from .base import OutboxRow, StoredTaskInfo, TaskStore
 from .retention import retention_cutoff
 
 __all__ = ["PostgresTaskStore"]
@@ -89,7 +90,7 @@ _SWEEP_INTERVAL_S = 600.0
 
 # The task row and, unless the row is at the caller's cached version ($2), its snapshot and
 # the events after it: one statement, so one MVCC snapshot, so they always fit together.
-_LOAD = """
+_LOAD_COLUMNS = """
 SELECT tenant, owner, version, snapshot_version,
     CASE WHEN version = $2 THEN NULL ELSE snapshot END AS snapshot,
     CASE WHEN version = $2 THEN NULL ELSE ARRAY(
@@ -100,8 +101,11 @@ SELECT tenant, owner, version, snapshot_version,
         SELECT body FROM events e
         WHERE e.task_id = t.id AND e.version > t.snapshot_version ORDER BY e.version
     ) END AS bodies
-FROM tasks t WHERE t.id = $1
-"""
+FROM tasks t"""
+_LOAD = _LOAD_COLUMNS + " WHERE t.id = $1"
+# For a caller: only a row of tenant $3 and owner $4 is read (``tasks_by_scope`` serves it),
+# so another caller's task comes back as no row, exactly as a missing one (docs/SECURITY.md).
+_LOAD_SCOPED = _LOAD_COLUMNS + " WHERE t.tenant = $3 AND t.owner = $4 AND t.id = $1"
 # Serialises writers of one task across processes; the reload follows as its own statement,
 # which (READ COMMITTED) sees everything committed before the lock was granted.
 _LOCK = "SELECT version FROM tasks WHERE id = $1 FOR UPDATE"
@@ -181,7 +185,7 @@ class _Entry:
         self.snapshot_version = snapshot_version
 
 
-class PostgresTaskStore:
+class PostgresTaskStore(TaskStore):
     """Tasks, their events and push configs in PostgreSQL, shared by many processes.
 
     ``dsn`` is a libpq-style URL (``postgresql://user@host:5432/db``). ``migrate=False`` makes
@@ -228,6 +232,8 @@ class PostgresTaskStore:
         )
         self._next_sweep = 0.0
         self._outbox_listener: Callable[[], None] | None = None
+        # Appends whose callers may have stopped waiting (``append``'s ``on_durable``).
+        self._writes: set[asyncio.Future[int]] = set()
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> PostgresTaskStore:
@@ -327,13 +333,35 @@ class PostgresTaskStore:
     ) -> TaskRecord | None:
         cached = self._cache.get(task_id)
         async with self._connection() as connection:
-            entry = await self._read(connection, task_id, cached)
-        if entry is None or entry.tenant != tenant or (owner is not None and entry.owner != owner):
-            return None
-        return entry.record
+            entry = await self._read(connection, task_id, cached, tenant, owner)
+        return None if entry is None else entry.record
 
     async def append(
-        self, task_id: str, events: Sequence[Event], *, expected_version: int | None = None
+        self,
+        task_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int | None = None,
+        on_durable: Callable[[int], None] | None = None,
+    ) -> int:
+        if on_durable is None or not events:
+            return await self._append(task_id, events, expected_version)
+        # The write goes on in a Task of its own even if this caller is cancelled meanwhile,
+        # and its commit is heard through the hook (registered before ``shield``'s own
+        # callback, so it runs before this returns).
+        write = asyncio.ensure_future(self._append(task_id, events, expected_version))
+        self._writes.add(write)
+
+        def done(write: asyncio.Future[int]) -> None:
+            self._writes.discard(write)
+            if not write.cancelled() and write.exception() is None:
+                on_durable(write.result())
+
+        write.add_done_callback(done)
+        return await asyncio.shield(write)
+
+    async def _append(
+        self, task_id: str, events: Sequence[Event], expected_version: int | None
     ) -> int:
         batch = tuple(events)
         if not batch:
@@ -451,13 +479,28 @@ class PostgresTaskStore:
             raise VersionConflictError(task_id, expected=expected_version, actual=int(actual))
         return int(actual)
 
-    async def _read(self, connection: Any, task_id: str, cached: _Entry | None) -> _Entry | None:
-        """The task's entry as committed: ``cached`` if the row is at its version, else read."""
+    async def _read(
+        self,
+        connection: Any,
+        task_id: str,
+        cached: _Entry | None,
+        tenant: str | None = None,
+        owner: str | None = None,
+    ) -> _Entry | None:
+        """The task's entry as committed: ``cached`` if the row is at its version, else read;
+        ``None`` if there is no such task or it is not ``tenant``'s and ``owner``'s."""
         known = -1 if cached is None else cached.record.version
-        row = await connection.fetchrow(_LOAD, task_id, known)
-        if row is None:
-            self._cache.pop(task_id, None)
-            return None
+        if owner is not None:
+            row = await connection.fetchrow(_LOAD_SCOPED, task_id, known, tenant, owner)
+            if row is None:
+                return None  # missing, or only hidden: the cache stays as it is
+        else:  # internal reads, which no caller times
+            row = await connection.fetchrow(_LOAD, task_id, known)
+            if row is None:
+                self._cache.pop(task_id, None)
+                return None
+            if tenant is not None and row["tenant"] != tenant:
+                return None
         if row["snapshot"] is None:
             assert cached is not None  # the row is at the cached version
             self._touch(task_id, cached)

@@ -72,7 +72,7 @@ from ._sqlite_io import (
     leave_checkpoints_to_thread,
     migrate,
 )
-from .base import OutboxRow, StoredTaskInfo
+from .base import OutboxRow, StoredTaskInfo, TaskStore
 from .retention import retention_cutoff
 
 __all__ = ["SQLiteTaskStore"]
@@ -134,7 +134,7 @@ class _StaleRow(Exception):
         self.actual = actual
 
 
-class SQLiteTaskStore:
+class SQLiteTaskStore(TaskStore):
     """Tasks, their events and push configs in a SQLite file (created if missing)."""
 
     def __init__(
@@ -260,32 +260,31 @@ class SQLiteTaskStore:
     async def load(
         self, task_id: str, *, tenant: str, owner: str | None = None
     ) -> TaskRecord | None:
-        entry = self._cached(task_id)
+        entry = self._running.get(task_id)
         if entry is not None:
-            return entry.record if entry.visible_to(tenant, owner) else None
-        found = await self._read(lambda connection: _read_task(connection, task_id))
-        if found is None:
-            return None
-        record, row_tenant, row_owner, _ = found
-        if row_tenant != tenant or (owner is not None and row_owner != owner):
-            return None
-        return record
+            if entry.visible_to(tenant, owner):
+                return entry.record
+        else:
+            entry = self._settled.get(task_id)
+            if entry is not None and entry.visible_to(tenant, owner):
+                self._settled.move_to_end(task_id)
+                return entry.record
+        # Not cached, or not the caller's: read the file, asking for the caller's task only.
+        # Another caller's task and a missing one thus cost the same read that finds no row
+        # (a cached one answering at once would tell its id from an unused one by the time
+        # taken: docs/SECURITY.md).
+        return await self._read(lambda connection: _read_task(connection, task_id, tenant, owner))
 
     async def append(
-        self, task_id: str, events: Sequence[Event], *, expected_version: int | None = None
-    ) -> int:
-        return await self.append_then(task_id, events, None, expected_version=expected_version)
-
-    async def append_then(
         self,
         task_id: str,
         events: Sequence[Event],
-        on_durable: Callable[[int], None] | None,
         *,
         expected_version: int | None = None,
+        on_durable: Callable[[int], None] | None = None,
     ) -> int:
-        """``append``; ``on_durable(version)`` runs once the events have committed, even if
-        this caller was cancelled meanwhile (``HookedAppends``)."""
+        """``TaskStore.append``: the writer thread's commit calls ``on_durable`` (from the
+        event loop), so it runs even if this caller was cancelled while the write went on."""
         batch = tuple(events)
         seen: int | None = None
         for _ in range(_ATTEMPTS):
@@ -659,8 +658,21 @@ def _queue_notifications(
     return len(outbox)
 
 
-def _read_task_rows(connection: sqlite3.Connection, task_id: str) -> tuple[Any, ...] | None:
-    row = connection.execute(_sql.SELECT_TASK, (task_id,)).fetchone()
+def _read_task_rows(
+    connection: sqlite3.Connection,
+    task_id: str,
+    tenant: str | None = None,
+    owner: str | None = None,
+) -> tuple[Any, ...] | None:
+    """The task's rows (``None``: no such task, or not ``tenant``'s or ``owner``'s; ``None``
+    for either: any). Scoped by an owner, the lookup misses another owner's task exactly as it
+    misses an id that does not exist (``_sql.SELECT_VISIBLE_TASK``)."""
+    if owner is not None:
+        row = connection.execute(_sql.SELECT_VISIBLE_TASK, (tenant, owner, task_id)).fetchone()
+    else:  # internal reads, which no caller times
+        row = connection.execute(_sql.SELECT_TASK, (task_id,)).fetchone()
+        if row is not None and tenant is not None and row[1] != tenant:
+            return None
     if row is None:
         return None
     context_id, tenant, owner, version, snapshot, snapshot_version = row
@@ -669,14 +681,13 @@ def _read_task_rows(connection: sqlite3.Connection, task_id: str) -> tuple[Any, 
 
 
 def _read_task(
-    connection: sqlite3.Connection, task_id: str
-) -> tuple[TaskRecord, str, str, int] | None:
-    rows = _read_task_rows(connection, task_id)
+    connection: sqlite3.Connection, task_id: str, tenant: str, owner: str | None
+) -> TaskRecord | None:
+    rows = _read_task_rows(connection, task_id, tenant, owner)
     if rows is None:
         return None
-    _, tenant, owner, _, snapshot, snapshot_version, events = rows
-    record = record_from_rows(snapshot, snapshot_version, events)
-    return record, tenant, owner, snapshot_version
+    _, _, _, _, snapshot, snapshot_version, events = rows
+    return record_from_rows(snapshot, snapshot_version, events)
 
 
 def _read_page(

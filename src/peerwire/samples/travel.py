@@ -1,9 +1,9 @@
 """The Travel Agent: packing advice for a trip, using the Weather Agent's forecast.
 
-Serve both from the repository root::
+Serve both (with ``peerwire[cli]`` installed, from any folder)::
 
-    peerwire serve samples.weather:agent --port 8002
-    WEATHER_URL=http://127.0.0.1:8002 peerwire serve samples.travel:agent --port 8003
+    peerwire serve peerwire.samples.weather:agent --port 8002
+    WEATHER_URL=http://127.0.0.1:8002 peerwire serve peerwire.samples.travel:agent --port 8003
     peerwire send http://127.0.0.1:8003 \\
         "I want to travel to Tokyo next week, what kind of clothes should I bring?"
 

@@ -1,8 +1,8 @@
 """The Glossary Agent: defines Java terms.
 
-Serve it from the repository root::
+Serve it (with ``peerwire[cli]`` installed, from any folder)::
 
-    peerwire serve samples.glossary:agent
+    peerwire serve peerwire.samples.glossary:agent
 
 What it does, by message text:
 

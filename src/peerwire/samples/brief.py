@@ -1,10 +1,10 @@
 """The Brief Agent: a bulleted brief of Java terms, each defined by the Glossary Agent.
 
 It is a server to its own caller and, at the same time, an A2A client of the Glossary Agent.
-Serve both from the repository root::
+Serve both (with ``peerwire[cli]`` installed, from any folder)::
 
-    peerwire serve samples.glossary:agent --port 8000
-    GLOSSARY_URL=http://127.0.0.1:8000 peerwire serve samples.brief:agent --port 8001
+    peerwire serve peerwire.samples.glossary:agent --port 8000
+    GLOSSARY_URL=http://127.0.0.1:8000 peerwire serve peerwire.samples.brief:agent --port 8001
     peerwire send http://127.0.0.1:8001 "record, sealed class"
 
 What it does with "record, sealed class":

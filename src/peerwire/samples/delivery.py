@@ -1,10 +1,10 @@
 """The Delivery Scheduling Agent: reserves dock time for confirmed purchase orders.
 
-The agent of the ERP article in the seeds (003): an OpenID Connect-protected card, signed, with
-a skill that stops to ask which dock (INPUT_REQUIRED) and one that stops for a warehouse
-manager's approval (AUTH_REQUIRED). Run it against your OpenID provider::
+An OpenID Connect-protected card, signed, with a skill that stops to ask which dock
+(INPUT_REQUIRED) and one that stops for a warehouse manager's approval (AUTH_REQUIRED). It
+needs the ``peerwire[security]`` extra. Run it against your OpenID provider::
 
-    DELIVERY_ISSUER=https://sso.contoh.co.id python -m samples.delivery --port 8004
+    DELIVERY_ISSUER=https://sso.contoh.co.id python -m peerwire.samples.delivery --port 8004
 
 then, with a token for ``--audience`` (default: the public URL) carrying the scopes
 ``openid delivery.write``::
@@ -85,7 +85,7 @@ __all__ = [
     "parse_request",
 ]
 
-log = logging.getLogger("samples.delivery")
+log = logging.getLogger("peerwire.samples.delivery")  # also under python -m
 
 SCHEME = "partner-oidc"
 REQUIRED_SCOPES = ("openid", "delivery.write")
@@ -521,7 +521,9 @@ def _signing_key(key: Any) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m samples.delivery", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m peerwire.samples.delivery", description=__doc__
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8004)
     parser.add_argument("--public-url", help="the base URL the card advertises")

@@ -1,11 +1,11 @@
 """The Weather Agent: next week's weather for a city, from a small built-in table.
 
-Serve it from the repository root::
+Serve it (with ``peerwire[cli]`` installed, from any folder)::
 
-    peerwire serve samples.weather:agent --port 8002
+    peerwire serve peerwire.samples.weather:agent --port 8002
     peerwire send http://127.0.0.1:8002 Tokyo
 
-It is a stand-in for a real forecast service, so the Travel Agent (samples/travel.py) has
+It is a stand-in for a real forecast service, so the Travel Agent (``peerwire.samples.travel``) has
 another agent to ask: the figures are typical for each city, not a forecast, and no network
 is used. A message names the city in its text, or in a data part ``{"city": "Tokyo"}``. A known
 city completes the task with one artifact, ``forecast``: a sentence for people and the same

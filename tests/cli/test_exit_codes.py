@@ -1,0 +1,101 @@
+"""The exit codes: one table in the code, the same in README and ``--help``, and each code
+reached the way the table says (0, 3 and 4 by sends in test_send.py, 1 by the error tests)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.streams.text import TextReceiveStream
+
+from peerwire import Client, Task
+from peerwire.cli._exits import EXIT_CODES, exit_code, exit_codes_markdown
+from peerwire.types import SendMessageResponse, TaskState, decode
+
+from .conftest import invoke
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+REPO = Path(__file__).resolve().parents[2]
+PEERWIRE = str(Path(sys.executable).with_name("peerwire"))
+SUBPROCESS_TIMEOUT_S = 60
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+async def test_readme_shows_the_table_of_the_code() -> None:
+    assert exit_codes_markdown() in (REPO / "README.md").read_text()
+
+
+@pytest.mark.parametrize("command", [(), ("send",), ("get",), ("subscribe",), ("cancel",)])
+async def test_help_shows_the_same_table(command: tuple[str, ...]) -> None:
+    ran = await invoke(*command, "--help", env={"COLUMNS": "200"})
+    assert ran.code == 0, ran.err
+    shown = flat(ran.out)
+    for row in EXIT_CODES:
+        assert flat(f"{row.code} {row.meaning}") in shown, row
+
+
+async def test_every_state_has_its_code() -> None:
+    table = {row.code: row.states for row in EXIT_CODES}
+    covered = set().union(*table.values())
+    assert covered == set(TaskState) - {TaskState.UNSPECIFIED}
+    assert {s: exit_code(s) for s in (TaskState.WORKING, TaskState.AUTH_REQUIRED)} == {
+        TaskState.WORKING: 5,
+        TaskState.AUTH_REQUIRED: 3,
+    }
+    assert exit_code(TaskState.UNSPECIFIED) == 1
+
+
+async def test_no_wait_prints_the_task_at_once_and_exits_5(glossary_url: str) -> None:
+    ran = await invoke("send", glossary_url, "slow", "--no-wait")
+    assert ran.code == 5, ran.err
+    task_id = ran.out.split()[1]  # "Task <id>  submitted"
+    assert ran.out.split()[2] in ("submitted", "working")
+    assert f"follow with: peerwire subscribe {glossary_url} {task_id}" in ran.out
+    as_json = await invoke("send", glossary_url, "slow", "--no-wait", "--json")
+    assert as_json.code == 5, as_json.err
+    task = decode(as_json.out, SendMessageResponse).task
+    assert task is not None and task.status.state in (TaskState.SUBMITTED, TaskState.WORKING)
+
+
+async def test_get_of_a_running_task_exits_5(glossary_url: str) -> None:
+    async with Client.connect(glossary_url) as client:
+        task = await client.send("slow", return_immediately=True)
+    assert isinstance(task, Task)
+    ran = await invoke("get", glossary_url, task.id)
+    assert ran.code == 5, ran.err
+    assert f"follow with: peerwire subscribe {glossary_url} {task.id}" in ran.out
+
+
+async def test_no_wait_and_stream_together_are_a_usage_error(glossary_url: str) -> None:
+    ran = await invoke("send", glossary_url, "slow", "--no-wait", "--stream")
+    assert ran.code == 2
+    assert "--no-wait" in ran.err
+
+
+async def test_ctrl_c_exits_130(glossary_url: str) -> None:
+    async with Client.connect(glossary_url) as client:
+        task = await client.send("slow", return_immediately=True)
+        assert isinstance(task, Task)
+        with anyio.fail_after(SUBPROCESS_TIMEOUT_S):
+            async with await anyio.open_process(
+                [PEERWIRE, "subscribe", glossary_url, task.id], cwd=REPO
+            ) as process:
+                assert process.stdout is not None and process.stderr is not None
+                seen = ""
+                async for text in TextReceiveStream(process.stdout):
+                    seen += text
+                    if f"Task {task.id}" in seen:
+                        break  # subscribed: interrupt it as a user would
+                process.send_signal(signal.SIGINT)
+                errors = "".join([text async for text in TextReceiveStream(process.stderr)])
+                code = await process.wait()
+        await client.cancel_task(task.id)
+    assert code == 130, (seen, errors)
+    assert errors.strip() == "error: interrupted"

@@ -1,0 +1,147 @@
+"""``ctx.caller``: who sent the message a skill is handling, for the first message and for
+every answer ``ctx.ask`` returns; after a restart, what replay can and cannot know.
+
+The same principal answers with different credentials (only a task's owner can continue
+it): an API key granting ``read``, one granting ``read`` and ``admin``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from peerwire import Agent, Caller, TaskContext
+from peerwire.security import APIKeyVerifier, Principal
+from peerwire.server.stores import SQLiteTaskStore
+from peerwire.testing import in_process
+from peerwire.types import APIKeySecurityScheme, SecurityRequirement, SecurityScheme, StringList
+
+KEYS = {
+    "k-read": Principal("alice", scopes=frozenset({"read"})),
+    "k-admin": Principal("alice", scopes=frozenset({"read", "admin"})),
+    "k-bob": Principal("bob", scopes=frozenset({"read", "admin"})),
+}
+_ids = itertools.count(1)
+
+
+def _agent(seen: list[Caller]) -> Agent:
+    agent = Agent(
+        "Callers",
+        security_schemes={
+            "key": SecurityScheme(
+                api_key_security_scheme=APIKeySecurityScheme(location="header", name="X-API-Key")
+            )
+        },
+        security_requirements=[SecurityRequirement(schemes={"key": StringList()})],
+    )
+
+    @agent.skill()
+    async def interview(ctx: TaskContext) -> str:
+        seen.append(ctx.caller)
+        for question in ("first?", "second?"):
+            await ctx.ask(question)
+            seen.append(ctx.caller)
+        return "admin" if "admin" in ctx.caller.scopes else "read only"
+
+    return agent
+
+
+async def _send(
+    http: httpx.AsyncClient, key: str, text: str, tenant: str = "", **message: Any
+) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "message": {
+            "messageId": f"m-{next(_ids)}",
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+            **message,
+        }
+    }
+    if tenant:
+        params["tenant"] = tenant
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
+    headers = {"A2A-Version": "1.0", "X-API-Key": key}
+    answer = (await http.post("/", json=body, headers=headers)).json()
+    return answer  # type: ignore[no-any-return]
+
+
+def _task(answer: dict[str, Any]) -> dict[str, Any]:
+    assert "result" in answer, answer
+    return answer["result"]["task"]  # type: ignore[no-any-return]
+
+
+async def test_the_skill_sees_who_sent_each_message() -> None:
+    seen: list[Caller] = []
+    auth = {"key": APIKeyVerifier(KEYS)}
+    async with in_process(_agent(seen), auth=auth, shutdown_grace=1.0) as http:
+        task = _task(await _send(http, "k-read", "start", tenant="acme"))
+        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        follow = {"taskId": task["id"], "contextId": task["contextId"]}
+        # Bob cannot answer Alice's task: only its owner's messages reach the skill.
+        refused = await _send(http, "k-bob", "me too", tenant="acme", **follow)
+        assert refused["error"]["code"] == -32001
+        task = _task(await _send(http, "k-admin", "as admin", tenant="acme", **follow))
+        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        task = _task(await _send(http, "k-read", "as reader", tenant="acme", **follow))
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert task["artifacts"][0]["parts"][0]["text"] == "read only"
+    assert [(c.id, c.tenant, c.scopes, c.recorded) for c in seen] == [
+        ("alice", "acme", {"read"}, False),
+        ("alice", "acme", {"read", "admin"}, False),
+        ("alice", "acme", {"read"}, False),
+    ]
+    assert all(c.principal.scheme == "key" for c in seen)
+
+
+async def test_an_anonymous_caller_is_the_empty_principal() -> None:
+    seen: list[Caller] = []
+    agent = Agent("Open")
+
+    @agent.skill()
+    async def who(ctx: TaskContext) -> str:
+        seen.append(ctx.caller)
+        return "ok"
+
+    async with in_process(agent) as http:
+        task = _task(await _send(http, "", "hello"))
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    (caller,) = seen
+    assert caller.id == "" and caller.scopes == frozenset() and not caller.recorded
+    assert caller.tenant == ""
+
+
+@pytest.mark.parametrize("answer_key", ["k-admin", "k-read"])
+async def test_after_a_restart_replayed_answers_are_recorded_and_the_new_one_is_live(
+    tmp_path: Path, answer_key: str
+) -> None:
+    """The handler runs again from the start: the first message and the answers replayed
+    from history come without a credential (``recorded``: no scopes, so checks fail closed);
+    the answer that resumed the task comes with its caller's."""
+    seen: list[Caller] = []
+    auth = {"key": APIKeyVerifier(KEYS)}
+    database = tmp_path / "tasks.db"
+    async with in_process(
+        _agent(seen), store=SQLiteTaskStore(database), auth=auth, shutdown_grace=1.0
+    ) as http:
+        task = _task(await _send(http, "k-admin", "start"))
+        follow = {"taskId": task["id"], "contextId": task["contextId"]}
+        task = _task(await _send(http, "k-admin", "one", **follow))
+        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert len(seen) == 2
+    seen.clear()
+    async with in_process(
+        _agent(seen), store=SQLiteTaskStore(database), auth=auth, shutdown_grace=1.0
+    ) as http:
+        task = _task(await _send(http, answer_key, "two", **follow))
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    first, replayed, live = seen
+    for recorded in (first, replayed):
+        assert recorded.recorded and recorded.id == "alice" and recorded.scopes == frozenset()
+    assert not live.recorded and live.id == "alice"
+    assert live.scopes == KEYS[answer_key].scopes
+    expected = "admin" if answer_key == "k-admin" else "read only"
+    assert task["artifacts"][0]["parts"][0]["text"] == expected
