@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from peerwire.httpd import DISCONNECT_EXTENSION, HTTPServer
+from peerwire.httpd import DISCONNECT_EXTENSION, HTTPLimits, HTTPServer
 
 # Generous liveness bounds, never performance thresholds.
 TIMEOUT_S = 5.0
@@ -147,7 +147,7 @@ async def serving(app: Any, **options: Any) -> AsyncIterator[tuple[HTTPServer, i
     """peerwire's HTTPServer on 127.0.0.1, port 0, in this event loop."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
-    server = HTTPServer(app, **options)
+    server = HTTPServer(app, limits=HTTPLimits(**options))
     task = asyncio.get_running_loop().create_task(server.serve(sock=sock))
     try:
         await asyncio.wait_for(server.started.wait(), TIMEOUT_S)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from peerwire import Agent, Message, TaskContext
-from peerwire.httpd import CannotListenError, HTTPServer
+from peerwire.httpd import CannotListenError, HTTPLimits, HTTPServer
 from peerwire.server import create_app
 from peerwire.server.asgi import A2AApp
 
@@ -117,7 +117,7 @@ class Wire:
 async def serving(app: Any, **options: Any) -> AsyncIterator[tuple[HTTPServer, int]]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
-    server = HTTPServer(app, **options)
+    server = HTTPServer(app, limits=HTTPLimits(**options))
     task = asyncio.get_running_loop().create_task(server.serve(sock=sock))
     try:
         await asyncio.wait_for(server.started.wait(), TIMEOUT_S)
@@ -450,3 +450,19 @@ async def test_clients_that_leave_a_body_unsent_leave_nothing_behind() -> None:
             await conn.send(post(rpc("SendMessage", send_params("after"))))
             status, _, reply = await conn.response()
             assert status == 200 and task_of(reply)["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"head_timeout": 0},
+        {"body_timeout": -1},
+        {"max_head_bytes": 0},
+        {"max_headers": 0},
+        {"max_body_bytes": 0},
+        {"idle_timeout": -0.1},
+    ],
+)
+def test_http_limits_refuse_what_cannot_work(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="HTTPLimits"):
+        HTTPLimits(**bad)  # type: ignore[arg-type]

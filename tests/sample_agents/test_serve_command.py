@@ -162,3 +162,35 @@ def _wait_for_card(
                 return response.json()  # type: ignore[no-any-return]
         time.sleep(0.05)
     pytest.fail("peerwire serve did not answer within 30 s")
+
+
+def test_peerwire_serve_applies_its_http_limits() -> None:
+    # --head-timeout reaches peerwire's HTTP server: a head that never ends is refused 408.
+    for _ in range(3):  # a port picked free can be taken before the server binds it
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        with (
+            _peerwire_serve(port, "--head-timeout", "0.3", "--no-grpc") as process,
+            httpx.Client(trust_env=False) as http,
+        ):
+            if _wait_for_card(process, http, url) is None:
+                continue
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\nhost: x\r\n")
+                answer = sock.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 408 "), answer
+            return
+    pytest.fail("peerwire serve did not start on any of three ports")
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--head-timeout", "0"], "HTTPLimits.head_timeout must be positive"),
+        (["--http", "uvicorn", "--keep-alive", "3"], "uvicorn has its own settings"),
+    ],
+)
+def test_peerwire_serve_refuses_http_limits_it_cannot_apply(options: list[str], said: str) -> None:
+    result = CliRunner().invoke(app, ["serve", "peerwire.samples.glossary:agent", *options])
+    assert result.exit_code == 2, result.output
+    assert said in _words(result.stderr)

@@ -21,10 +21,10 @@ import pytest
 from redis.asyncio import Redis
 
 from peerwire import Agent
+from peerwire.cluster.redis_bus import RedisBus
 from peerwire.errors import InternalError
 from peerwire.protocol import fold_events
 from peerwire.server.bus import MemoryBus, Subscription, open_bus
-from peerwire.server.bus_redis import RedisBus
 from peerwire.server.stores.postgres import PostgresTaskStore
 from peerwire.types import (
     Artifact,

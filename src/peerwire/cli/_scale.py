@@ -10,7 +10,7 @@ from ..server.bus import EventBus, open_bus
 from ..server.stores import TaskStore, open_store
 
 if TYPE_CHECKING:  # the "redis" extra: every command imports this module, most without it
-    from ..server.queue_redis import RedisWorkQueue
+    from ..cluster.work_queue import RedisWorkQueue
 
 LeaseTtl = Annotated[
     float,
@@ -35,7 +35,7 @@ def work_queue(
             "sharing work between processes needs a Redis bus (redis://HOST:PORT)",
             param_hint="--bus",
         )
-    from ..server.queue_redis import RedisWorkQueue
+    from ..cluster.work_queue import RedisWorkQueue
 
     try:
         return RedisWorkQueue.from_url(

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from ..httpd import ServerTLS
+from ..httpd import HTTPLimits, ServerTLS
 from ..server import Agent, serve
 from ..server.app import INTERFACE_NAMES
 from ..server.push import PushSettings
@@ -153,10 +153,23 @@ def serve_command(
     require_client_cert: Annotated[
         bool, typer.Option(help="Refuse TLS connections without a client certificate.")
     ] = False,
+    head_timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds a request head may take to arrive (default 10; 408 past it)."),
+    ] = None,
+    body_timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds a request body may stay silent (default 30; 408 past it)."),
+    ] = None,
+    keep_alive: Annotated[
+        float | None,
+        typer.Option(help="Seconds an idle keep-alive connection stays open (default 5)."),
+    ] = None,
 ) -> None:
     """Serve an agent: its card, JSON-RPC endpoint and streams."""
     if http is HTTPServerName.uvicorn:
         _require_uvicorn()
+    http_limits = _http_limits(http, head_timeout, body_timeout, keep_alive)
     task_store = _store(store, retain_finished)
     tls = _tls(ssl_certfile, ssl_keyfile, ssl_ca_certs, require_client_cert)
     push_settings = (
@@ -189,7 +202,33 @@ def serve_command(
         push=push_settings,
         tls=tls,
         http=http.value,
+        http_limits=http_limits,
     )
+
+
+def _http_limits(
+    http: HTTPServerName,
+    head_timeout: float | None,
+    body_timeout: float | None,
+    keep_alive: float | None,
+) -> HTTPLimits | None:
+    if head_timeout is None and body_timeout is None and keep_alive is None:
+        return None
+    hint = "--head-timeout/--body-timeout/--keep-alive"
+    if http is HTTPServerName.uvicorn:
+        raise typer.BadParameter(
+            "these limits are peerwire's HTTP server's; uvicorn has its own settings",
+            param_hint=hint,
+        )
+    defaults = HTTPLimits()
+    try:
+        return HTTPLimits(
+            head_timeout=defaults.head_timeout if head_timeout is None else head_timeout,
+            body_timeout=defaults.body_timeout if body_timeout is None else body_timeout,
+            idle_timeout=defaults.idle_timeout if keep_alive is None else keep_alive,
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=hint) from None
 
 
 def _require_uvicorn() -> None:

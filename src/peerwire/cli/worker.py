@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..server.worker import run_worker, stop_on_signals
+from ..cluster.worker import run_worker, stop_on_signals
 from ._app import app
 from ._scale import LeaseTtl, ReclaimIdle, SweepEvery, event_bus, shared_store, work_queue
 from .serve import load_agent

@@ -6,7 +6,14 @@ plain ASGI, so the same app also runs under uvicorn or any other ASGI server.
 """
 
 from ._connection import DISCONNECT_EXTENSION
-from .server import CannotListenError, HTTPServer, ServedApp
+from .server import CannotListenError, HTTPLimits, HTTPServer, ServedApp
 from .tls import ServerTLS
 
-__all__ = ["DISCONNECT_EXTENSION", "CannotListenError", "HTTPServer", "ServedApp", "ServerTLS"]
+__all__ = [
+    "DISCONNECT_EXTENSION",
+    "CannotListenError",
+    "HTTPLimits",
+    "HTTPServer",
+    "ServedApp",
+    "ServerTLS",
+]

@@ -22,6 +22,7 @@ import signal
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ._connection import (
@@ -35,7 +36,7 @@ from ._connection import (
     H1Connection,
 )
 
-__all__ = ["CannotListenError", "HTTPServer", "ServedApp"]
+__all__ = ["CannotListenError", "HTTPLimits", "HTTPServer", "ServedApp"]
 
 log = logging.getLogger("peerwire.server")
 
@@ -45,6 +46,36 @@ _BACKLOG = 2048
 
 class CannotListenError(OSError):
     """The address cannot be bound (in use, not this host's, not allowed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPLimits:
+    """What peerwire's HTTP server accepts from a client (docs/LIMITS.md).
+
+    Each is checked as bytes arrive; a request past one is refused with its status and a
+    one-line text, then the connection closes: ``max_head_bytes`` for the request line and
+    head (414, 431), ``max_headers`` fields (431), ``max_body_bytes`` of body (413; ``None``:
+    64 MiB, or the app's own ``max_body_bytes`` when larger, so that the app's limit is the
+    one that applies), a head complete within ``head_timeout`` seconds and a body never
+    silent for ``body_timeout`` seconds (408). ``idle_timeout``: how long a keep-alive
+    connection may wait for its next request.
+    """
+
+    max_head_bytes: int = MAX_HEAD_BYTES
+    max_headers: int = MAX_HEADERS
+    max_body_bytes: int | None = None
+    head_timeout: float = HEAD_TIMEOUT
+    body_timeout: float = BODY_TIMEOUT
+    idle_timeout: float = IDLE_TIMEOUT
+
+    def __post_init__(self) -> None:
+        for name in ("max_head_bytes", "max_headers", "head_timeout", "body_timeout"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"HTTPLimits.{name} must be positive")
+        if self.idle_timeout < 0:
+            raise ValueError("HTTPLimits.idle_timeout must not be negative")
+        if self.max_body_bytes is not None and self.max_body_bytes <= 0:
+            raise ValueError("HTTPLimits.max_body_bytes must be positive (or None)")
 
 
 class _Runner(Protocol):
@@ -72,13 +103,9 @@ class ServedApp(Protocol):
 class HTTPServer:
     """Serves one app over HTTP/1.1 (HTTPS with ``ssl``) on a socket or host and port.
 
-    Limits on what a client sends (each refused with a status and a one-line text, then the
-    connection closes): ``max_head_bytes`` for the request line and head (414, 431),
-    ``max_headers`` fields (431), ``max_body_bytes`` of body (413; by default 64 MiB, or the
-    app's own ``max_body_bytes`` when larger, so that the app's limit is the one that
-    applies), a head complete within ``head_timeout`` seconds and a body never silent for
-    ``body_timeout`` seconds (408). ``idle_timeout``: how long a keep-alive connection may
-    wait for its next request.
+    ``limits`` bound what a client may send (``HTTPLimits``). ``connection_grace``: how long
+    answers still being written when the runner has drained may take (default: the
+    runner's shutdown grace + 5 s).
     """
 
     def __init__(
@@ -86,31 +113,27 @@ class HTTPServer:
         app: ServedApp,
         *,
         ssl_context: ssl.SSLContext | None = None,
-        idle_timeout: float = IDLE_TIMEOUT,
-        head_timeout: float = HEAD_TIMEOUT,
-        body_timeout: float = BODY_TIMEOUT,
-        max_head_bytes: int = MAX_HEAD_BYTES,
-        max_headers: int = MAX_HEADERS,
-        max_body_bytes: int | None = None,
+        limits: HTTPLimits | None = None,
         connection_grace: float | None = None,
     ) -> None:
         self.app = app
         self._ssl = ssl_context
         self._runner = app.dispatcher.runner
-        # Answers still being written when the runner has drained get this long.
+        self.limits = limits = HTTPLimits() if limits is None else limits
         self.connection_grace = (
             self._runner.shutdown_grace + 5.0 if connection_grace is None else connection_grace
         )
+        max_body_bytes = limits.max_body_bytes
         if max_body_bytes is None:
             max_body_bytes = max(MAX_BODY_BYTES, getattr(app, "max_body_bytes", 0))
         self._connections = ConnectionSet(
             app,
             scheme="http" if ssl_context is None else "https",
-            idle_timeout=idle_timeout,
-            head_timeout=head_timeout,
-            body_timeout=body_timeout,
-            max_head_bytes=max_head_bytes,
-            max_headers=max_headers,
+            idle_timeout=limits.idle_timeout,
+            head_timeout=limits.head_timeout,
+            body_timeout=limits.body_timeout,
+            max_head_bytes=limits.max_head_bytes,
+            max_headers=limits.max_headers,
             max_body_bytes=max_body_bytes,
         )
         self.started = asyncio.Event()

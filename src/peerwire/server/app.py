@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ..httpd import ServerTLS
+from ..httpd import HTTPLimits, ServerTLS
 from ..types import AgentCard, AgentInterface, Binding
 from .agent import Agent
 from .asgi import A2AApp
@@ -29,8 +29,8 @@ from .ssrf import WebhookGuard
 from .stores import TaskStore, open_store
 
 if TYPE_CHECKING:
+    from ..cluster.work_queue import RedisWorkQueue
     from ..security import Authenticator, CardSigner, Principal, Verifier
-    from .queue_redis import RedisWorkQueue
 
 __all__ = ["INTERFACE_NAMES", "Listening", "create_app", "serve"]
 
@@ -352,6 +352,7 @@ def serve(
     grpc_port: int = 0,
     tls: ServerTLS | None = None,
     http: Literal["peerwire", "uvicorn"] = "peerwire",
+    http_limits: HTTPLimits | None = None,
     on_ready: Callable[[Listening], None] | None = None,
     **options: object,
 ) -> None:
@@ -371,11 +372,19 @@ def serve(
     "Choosing the HTTP server"): the same app, lifespan, gRPC and shutdown order, uvicorn's
     logs at ``log_level``; an mTLS security scheme is refused (uvicorn does not provide the
     ASGI TLS extension).
+    ``http_limits`` bound what clients may send to peerwire's HTTP server (``HTTPLimits``:
+    head size and count, body size, head and body timeouts, keep-alive idle; docs/LIMITS.md);
+    uvicorn has limits of its own, so they are refused with ``http="uvicorn"``.
     """
     from ..httpd import CannotListenError, HTTPServer
 
     if http not in ("peerwire", "uvicorn"):
         raise ValueError(f"unknown HTTP server {http!r} (known: peerwire, uvicorn)")
+    if http == "uvicorn" and http_limits is not None:
+        raise ValueError(
+            "http_limits are peerwire's HTTP server's; uvicorn has its own (its --limit-* "
+            "and --timeout-* settings)"
+        )
     if http == "uvicorn":
         from . import _uvicorn  # the "uvicorn" extra: a clear ImportError before any work
     try:
@@ -409,7 +418,9 @@ def serve(
                 app, host=host, port=bound, tls=tls, log_level=log_level, sock=sock
             )
             return
-        server = HTTPServer(app, ssl_context=None if tls is None else tls.ssl_context())
+        server = HTTPServer(
+            app, ssl_context=None if tls is None else tls.ssl_context(), limits=http_limits
+        )
         server.run(host=host, port=bound, sock=sock)
 
 

@@ -3,7 +3,7 @@
 A stream subscribes *before* it reads the task's snapshot, then asks for the events above the
 snapshot's version (``Subscription.next(after_version)``), so nothing falls between the
 snapshot and the live events. The ``EventBus`` interface is what a distributed bus
-(``bus_redis.RedisBus``) implements too; ``MemoryBus`` serves one process.
+(``peerwire.cluster.RedisBus``) implements too; ``MemoryBus`` serves one process.
 
 On a bus that keeps each task's recent events (Redis), the *first* ``next`` call decides where
 the subscription starts reading: just after ``after_version``. So every consumer passes the
@@ -190,7 +190,7 @@ def open_bus(spec: str) -> EventBus:
     if spec == "memory":
         return MemoryBus()
     if spec.split("://", 1)[0] in ("redis", "rediss", "unix") and "://" in spec:
-        from .bus_redis import RedisBus  # the "redis" extra
+        from ..cluster.redis_bus import RedisBus  # the "redis" extra
 
         return RedisBus.from_url(spec)
     raise ValueError(f"unknown bus {spec!r}: expected 'memory' or 'redis://HOST:PORT'")

@@ -48,8 +48,8 @@ from .context import CallerSource, TaskContext, to_parts
 from .stores.base import StoredTaskInfo, TaskStore
 
 if TYPE_CHECKING:
-    from .placement import Placement
-    from .queue_redis import RedisWorkQueue
+    from ..cluster.placement import Placement
+    from ..cluster.work_queue import RedisWorkQueue
 
 __all__ = ["Runner"]
 
@@ -154,7 +154,7 @@ class Runner:
         self._drain_listeners: list[Callable[[], None]] = []
         self.placement: Placement | None = None
         if queue is not None:
-            from .placement import Placement
+            from ..cluster.placement import Placement
 
             self.placement = Placement(self, queue, consume=consume)
 

@@ -31,10 +31,10 @@ from ..types import (
     encode,
     now_timestamp,
 )
-from .queue_redis import ControlMessage, Job, JobKind, RedisWorkQueue
+from .work_queue import ControlMessage, Job, JobKind, RedisWorkQueue
 
 if TYPE_CHECKING:
-    from .runner import Runner, _Live
+    from ..server.runner import Runner, _Live
 
 __all__ = ["WORKER_STOPPED", "Placement"]
 

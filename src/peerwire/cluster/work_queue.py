@@ -34,7 +34,7 @@ from typing import Any, Literal, cast
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
-from ._url_options import pop_url_option
+from ..server._url_options import pop_url_option
 
 __all__ = ["ControlMessage", "Job", "JobKind", "RedisWorkQueue"]
 

@@ -41,6 +41,8 @@ from redis.typing import KeyT, StreamIdT
 
 from ..errors import InternalError
 from ..protocol import TERMINAL
+from ..server._url_options import pop_url_option
+from ..server.bus import BusEvent, Subscription
 from ..types import (
     StreamResponse,
     TaskArtifactUpdateEvent,
@@ -48,8 +50,6 @@ from ..types import (
     decode,
     encode,
 )
-from ._url_options import pop_url_option
-from .bus import BusEvent, Subscription
 
 __all__ = ["RedisBus"]
 

@@ -11,13 +11,13 @@ import asyncio
 import signal
 from typing import TYPE_CHECKING
 
-from .agent import Agent
-from .bus import EventBus
-from .runner import Runner
-from .stores.base import TaskStore
+from ..server.agent import Agent
+from ..server.bus import EventBus
+from ..server.runner import Runner
+from ..server.stores.base import TaskStore
 
 if TYPE_CHECKING:  # the "redis" extra: the command line imports this module without it
-    from .queue_redis import RedisWorkQueue
+    from .work_queue import RedisWorkQueue
 
 __all__ = ["run_worker", "stop_on_signals"]
 
