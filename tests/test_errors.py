@@ -45,8 +45,8 @@ from peerwire.errors import (
     wire_info,
 )
 
-# Copied from the facts sheet (§7.1, §7.2 1.0.1 table, §7.3), not from errors.py, so a typo in
-# the module's table fails here. Reasons of the JSON-RPC standard errors follow the SDK (§7.3).
+# Copied from the A2A spec (§9.5, the 1.0.1 table of §5.4, §3.3.2), not from errors.py, so a typo
+# in the module's table fails here. Reasons of the JSON-RPC standard errors follow the a2a-sdk.
 # (class name, JSON-RPC code, HTTP status, gRPC status, gRPC number, ErrorInfo reason)
 SPEC_TABLE = [
     ("JSONParseError", -32700, 400, "INVALID_ARGUMENT", 3, "PARSE_ERROR"),
@@ -95,7 +95,7 @@ SPEC_TABLE = [
     ("PermissionDeniedError", None, 403, "PERMISSION_DENIED", 7, "PERMISSION_DENIED"),
 ]
 
-SPEC_MESSAGES = {  # facts §7.1
+SPEC_MESSAGES = {  # A2A spec §9.5
     "JSONParseError": "Invalid JSON payload",
     "InvalidRequestError": "Request payload validation error",
     "MethodNotFoundError": "Method not found",
@@ -198,7 +198,7 @@ def test_jsonrpc_round_trip(cls: type[A2AError]) -> None:
 
 @pytest.mark.parametrize("cls", [AuthenticationError, PermissionDeniedError])
 def test_auth_errors_have_no_jsonrpc_code(cls: type[A2AError]) -> None:
-    # The JSON-RPC binding answers these at HTTP level (facts §7.3).
+    # The JSON-RPC binding answers these at HTTP level (A2A spec §3.3.2).
     with pytest.raises(ValueError, match=str(wire_info(cls).http_status)):
         to_jsonrpc_error(cls())
 

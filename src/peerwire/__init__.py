@@ -15,7 +15,7 @@ Serve it with ``peerwire serve module:agent`` (or ``peerwire.serve(agent)``).
 
 from . import errors, types
 from .client import Client
-from .server import Agent, AgentExecutor, Caller, TaskContext, create_app, serve
+from .server import Agent, AgentExecutor, Caller, PushSettings, TaskContext, create_app, serve
 from .types import (
     AgentCard,
     Artifact,
@@ -39,6 +39,7 @@ __all__ = [
     "Client",
     "Message",
     "Part",
+    "PushSettings",
     "Role",
     "StreamResponse",
     "Task",

@@ -4,14 +4,14 @@ Tree (``*`` = has its own row in the wire table, ``_WIRE_TABLE``; others travel 
 
     PeerwireError(Exception)
     ├── A2AError                          travels on the wire: .message .metadata .field_violations
-    │   ├── JSONParseError *                      JSON-RPC standard errors (facts §7.1)
+    │   ├── JSONParseError *                      JSON-RPC standard errors (A2A spec §9.5)
     │   ├── InvalidRequestError *
     │   ├── MethodNotFoundError *
     │   ├── InvalidParamsError *
     │   ├── InternalError *
     │   │   └── ServerBusyError *                 at its cap or shutting down; retry later
     │   │       └── StreamEndedError *            a stream ended before its task closed
-    │   ├── TaskNotFoundError *                   A2A errors (facts §7.2, 1.0.1 mapping)
+    │   ├── TaskNotFoundError *                   A2A errors (A2A spec §5.4, 1.0.1 mapping)
     │   ├── TaskNotCancelableError *
     │   ├── PushNotificationNotSupportedError *
     │   ├── UnsupportedOperationError *
@@ -22,7 +22,7 @@ Tree (``*`` = has its own row in the wire table, ``_WIRE_TABLE``; others travel 
     │   ├── ExtendedAgentCardNotConfiguredError *
     │   ├── ExtensionSupportRequiredError *
     │   ├── VersionNotSupportedError *
-    │   ├── AuthenticationError *                 generic categories (facts §7.3), no JSON-RPC code
+    │   ├── AuthenticationError *                 generic categories (spec §3.3.2), no JSON-RPC code
     │   ├── PermissionDeniedError *
     │   └── UnknownA2AError                       decoded but unclassifiable; keeps its wire info
     ├── ClientError                       client side, never sent by a server: .message .url
@@ -36,8 +36,9 @@ Tree (``*`` = has its own row in the wire table, ``_WIRE_TABLE``; others travel 
 Decisions worth knowing when coding against this module:
 
 * The wire numbers live only in ``_WIRE_TABLE`` (and gRPC's canonical code numbers only in
-  ``_GRPC_CANONICAL``). Values are the 1.0.1 mapping (facts §7.1, §7.2, erratum E2). Reasons for
-  the five JSON-RPC standard errors are not spec-defined; they match the reference SDK (facts §7.3).
+  ``_GRPC_CANONICAL``). Values are the 1.0.1 mapping (A2A spec §9.5, §5.4; 1.0.0 had used
+  409/415/502 and UNIMPLEMENTED in places). Reasons for the five JSON-RPC standard errors are not
+  spec-defined; they match the a2a-sdk's (A2A spec §3.3.2).
 * ``AuthenticationError`` and ``PermissionDeniedError`` have no JSON-RPC code: the JSON-RPC binding
   answers them at HTTP level (401 / 403), so ``to_jsonrpc_error`` raises ``ValueError`` for them.
 * ``InvalidResponseError`` is both a ``ClientError`` (``except ClientError`` catches every local
@@ -47,11 +48,12 @@ Decisions worth knowing when coding against this module:
 * Subclasses without a table row (``IllegalTransitionError``, ``InvalidResponseError``) travel as
   their parent and decode as the parent: the wire cannot tell them apart.
 * Decoders never raise. On REST and gRPC they classify by ``ErrorInfo.reason`` first (several
-  errors share 400 / FAILED_PRECONDITION), then by the 1.0.0 statuses 409/415/502 (erratum E2),
-  then by the generic categories of facts §7.3; anything else becomes ``UnknownA2AError`` carrying
-  what was seen. A REST 404 whose body is not an A2A error document decodes as
-  ``MethodNotFoundError`` (the URL hit no A2A route), not ``TaskNotFoundError``, so
-  ``except TaskNotFoundError`` cannot mask a wrong URL. JSON-RPC errors classify by code first.
+  errors share 400 / FAILED_PRECONDITION), then by the 1.0.0 statuses 409/415/502 (the
+  1.0.0 table), then by the generic categories of A2A spec §3.3.2; anything else becomes
+  ``UnknownA2AError`` carrying what was seen. A REST 404 whose body is not an A2A error
+  document decodes as ``MethodNotFoundError`` (the URL hit no A2A route), not
+  ``TaskNotFoundError``, so ``except TaskNotFoundError`` cannot mask a wrong URL. JSON-RPC
+  errors classify by code first.
 * peerwire's own errors (only ``StreamEndedError``) carry their ErrorInfo in the domain
   ``peerwire.dev`` (``PEERWIRE_ERROR_DOMAIN``), so their reasons cannot collide with A2A's or
   another server's. A reason of a peerwire domain class is honoured only in that domain (the
@@ -349,7 +351,11 @@ class PushNotificationNotSupportedError(A2AError):
 
 class UnsupportedOperationError(A2AError):
     """Operation not supported, e.g. streaming without the capability or a message to a
-    terminal task (facts §4.3, erratum E18: clients also accept ``InvalidParamsError`` there)."""
+    terminal task (what the spec says; the a2a-sdk answers ``InvalidParamsError`` there, and
+    peerwire's client accepts both). Also the error for any message a task cannot take in
+    its current state: an answer to a task no longer waiting for it, because another
+    message answered its question first (``protocol.no_longer_waiting``; metadata ``taskId``
+    and ``state``)."""
 
     default_message = "This operation is not supported"
 
@@ -565,7 +571,7 @@ def _row(jsonrpc_code: int | None, http_status: int, grpc_status: str, reason: s
     return WireInfo(jsonrpc_code, http_status, grpc_status, _GRPC_CANONICAL[grpc_status][0], reason)
 
 
-# The wire table: the only place these numbers appear (facts §7.1-§7.3, 1.0.1 values).
+# The wire table: the only place these numbers appear (A2A spec §9.5, §5.4, §3.3.2; 1.0.1).
 _WIRE_TABLE: dict[type[A2AError], WireInfo] = {
     JSONParseError: _row(-32700, 400, "INVALID_ARGUMENT", "PARSE_ERROR"),
     InvalidRequestError: _row(-32600, 400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
@@ -603,7 +609,7 @@ for _row_cls, _row_info in _WIRE_TABLE.items():
 del _row_cls, _row_info
 _BY_REASON = {info.reason: cls for cls, info in _WIRE_TABLE.items()}
 
-# Without a reason, a status names a category (facts §7.3), not one error; these stand for it.
+# Without a reason, a status names a category (A2A spec §3.3.2), not one error; these stand in.
 _GENERIC: tuple[type[A2AError], ...] = (
     InvalidParamsError,
     AuthenticationError,
@@ -613,7 +619,7 @@ _GENERIC: tuple[type[A2AError], ...] = (
 )
 _BY_GRPC_STATUS = {_WIRE_TABLE[cls].grpc_status: cls for cls in (*_GENERIC, MethodNotFoundError)}
 _BY_HTTP_STATUS = {_WIRE_TABLE[cls].http_status: cls for cls in _GENERIC}
-# Superseded 1.0.0 mapping (facts §7.2, erratum E2); these statuses are unambiguous.
+# The superseded 1.0.0 mapping (409/415/502); these statuses are unambiguous.
 _BY_LEGACY_HTTP_STATUS: dict[int, type[A2AError]] = {
     409: TaskNotCancelableError,
     415: ContentTypeNotSupportedError,
@@ -879,7 +885,7 @@ def from_rest_error(http_status: int, body: object) -> A2AError:
     """Decode a REST error response. ``body`` may be the parsed JSON, or raw bytes/str.
 
     Accepts the google.rpc.Status form (also without the ``error`` wrapper), RFC 9457
-    problem+json (erratum E3), the 1.0.0 status table (E2), and anything else without raising.
+    problem+json (some spec examples show it), the 1.0.0 status table, and anything else.
     """
     document = _parse_json(body)
     status = document.get("error") if isinstance(document, Mapping) else None

@@ -240,7 +240,7 @@ def test_encode_a_result() -> None:
             "task": {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}
         },
     }
-    # ListTasksResponse keeps its REQUIRED members even when empty (facts §2.3 (4)).
+    # ListTasksResponse keeps its REQUIRED members even when empty (A2A spec §3.1.4).
     listed = json.loads(jsonrpc.encode_result(b"3", ListTasksResponse()))
     assert listed["result"] == {"tasks": [], "nextPageToken": "", "pageSize": 0, "totalSize": 0}
     assert json.loads(jsonrpc.encode_result(b"3", {}))["result"] == {}

@@ -42,7 +42,7 @@ from peerwire.types import (
     encode,
 )
 
-# The facts file's master table (§2.1), verbatim: operation, verb, path, streams.
+# The operations table of the A2A spec (§11), verbatim: operation, verb, path, streams.
 FACTS_TABLE = [
     ("SendMessage", "POST", "/message:send", False),
     ("SendStreamingMessage", "POST", "/message:stream", True),
@@ -163,7 +163,7 @@ def test_every_route_matches_with_and_without_tenant(
 
 
 def test_a_plain_route_wins_over_a_tenant_route_of_the_same_shape() -> None:
-    # /tasks/tasks: GetTask of task "tasks", not ListTasks of tenant "tasks" (facts §2.2).
+    # /tasks/tasks: GetTask of task "tasks", not ListTasks of tenant "tasks".
     found = matched("GET", "/tasks/tasks")
     assert (found.route.operation, found.path_values) == ("GetTask", {"id": "tasks"})
     found = matched("GET", "/acme/tasks")

@@ -1,4 +1,4 @@
-"""Agent-card caching (facts §9.2): freshness, ETag revalidation, 304, no-store."""
+"""Agent-card caching (A2A spec §8.6): freshness, ETag revalidation, 304, no-store."""
 
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ async def test_the_cache_is_bounded(agent: Agent) -> None:
             b'{"name": "old", "url": "http://x", "preferredTransport": "JSONRPC", '
             b'"protocolVersion": "0.3.0"}',
             200,
-            "looks like an A2A 0.3 card",
+            "not a valid A2A 0.3 AgentCard: card.capabilities must be an object",
         ),
         (b"Not Found", 404, "HTTP 404"),
         (b"", 401, "pass credentials in headers="),

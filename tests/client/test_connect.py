@@ -47,7 +47,7 @@ async def test_the_first_usable_interface_wins(mode: str, agent: Agent) -> None:
             AgentInterface(
                 url=url + "pigeon", protocol_binding="urn:example:pigeon", protocol_version="1.0"
             ),
-            AgentInterface(url=url + "old", protocol_binding="JSONRPC", protocol_version="0.3"),
+            AgentInterface(url=url + "old", protocol_binding="JSONRPC", protocol_version="0.2"),
             AgentInterface(
                 url=url + "unversioned", protocol_binding="JSONRPC", protocol_version=""
             ),
@@ -69,7 +69,7 @@ async def test_no_usable_interface_is_an_invalid_card(agent: Agent) -> None:
             AgentInterface(
                 url="http://x/", protocol_binding="urn:example:pigeon", protocol_version="1.0"
             ),
-            AgentInterface(url=rpc_url(app), protocol_binding="JSONRPC", protocol_version="0.3"),
+            AgentInterface(url=rpc_url(app), protocol_binding="JSONRPC", protocol_version="0.2"),
         ]
         return CardServer(app, with_interfaces(app, interfaces))
 
@@ -78,7 +78,7 @@ async def test_no_usable_interface_is_an_invalid_card(agent: Agent) -> None:
             pass
     message = caught.value.message
     assert "urn:example:pigeon 1.0 at http://x/" in message
-    assert "JSONRPC 0.3" in message
+    assert "JSONRPC 0.2" in message
     assert "JSONRPC" in message.split("this client speaks")[1]
 
 

@@ -285,7 +285,7 @@ async def test_a2a_errors_decode_by_reason() -> None:
 
 async def test_legacy_status_with_a_reason_is_classified_by_the_reason() -> None:
     async def legacy(payload: bytes, context: Any) -> bytes:
-        # 1.0.0 servers sent UNIMPLEMENTED here (facts §7.2, E2).
+        # 1.0.0 servers sent UNIMPLEMENTED here (the 1.0.0 table).
         error = UnsupportedOperationError("old server")
         await abort_with(context, error, grpc.StatusCode.UNIMPLEMENTED)
         return b""

@@ -386,10 +386,10 @@ PROBLEM = (
 @pytest.mark.parametrize(
     ("status", "body", "error"),
     [
-        (409, STATUS_1_0_0, TaskNotCancelableError),  # 1.0.0 status table (erratum E2)
+        (409, STATUS_1_0_0, TaskNotCancelableError),  # 1.0.0 status table
         (415, b"{}", ContentTypeNotSupportedError),
         (502, b"", InvalidAgentResponseError),
-        (404, PROBLEM, TaskNotFoundError),  # problem+json (erratum E3)
+        (404, PROBLEM, TaskNotFoundError),  # problem+json (as some spec examples show)
         (404, b"<html>Not Found</html>", MethodNotFoundError),  # no A2A route at that URL
         (
             400,

@@ -1,4 +1,4 @@
-"""The canonical payload of a card signature (facts §9.4 Step A): presence rules, then JCS."""
+"""The canonical payload of a card signature (A2A spec §8.4): presence rules, then JCS."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def canonical(document: dict[str, Any]) -> str:
 
 
 def test_the_spec_worked_example() -> None:
-    # facts §9.4, verbatim.
+    # The spec's canonicalization example (A2A spec §8.4), verbatim.
     fragment = {
         "name": "Example Agent",
         "description": "",
@@ -135,7 +135,7 @@ def test_an_empty_message_member_is_a_real_choice() -> None:
     }
     assert canonical_card_value(document) == {
         "securitySchemes": {"mtls": {"mtlsSecurityScheme": {}}},
-        # An empty StringList is {} whether or not "list": [] was written (facts §3.7).
+        # An empty StringList is {} whether or not "list": [] was written (ProtoJSON).
         "securityRequirements": [{"schemes": {"mtls": {}}}, {}],
     }
 

@@ -1,4 +1,4 @@
-"""Which task a message starts or continues (facts §4.3)."""
+"""Which task a message starts or continues."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_terminal_task_is_unsupported_operation(state: TaskState) -> None:
     with pytest.raises(UnsupportedOperationError) as caught:
         resolve_continuation(message(task_id="t-1", context_id="c-1"), ("c-1", state))
     err = caught.value
-    assert wire_info(err).jsonrpc_code == -32004  # facts §4.3: not a new task, not -32602
+    assert wire_info(err).jsonrpc_code == -32004  # not a new task, not -32602
     assert err.metadata == {"taskId": "t-1"}
     assert state.value in err.message
 

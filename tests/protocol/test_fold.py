@@ -1,4 +1,5 @@
-"""Folding status, artifact and message events into a task (facts §5.6, §4.2, §2.3 (4))."""
+"""Folding status, artifact and message events into a task: chunked artifacts, the state
+machine, and the task a ListTasks answer holds (A2A spec §3.1.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""historyLength (facts §4.4): unset = all, 0 = none, n = the n most recent, < 0 invalid."""
+"""historyLength (A2A spec §3.2.4): unset = all, 0 = none, n = the n most recent, < 0 invalid."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Service parameters (facts §8.2, §11.2): A2A-Version and A2A-Extensions."""
+"""Service parameters (A2A spec §3.6, §4.6): A2A-Version and A2A-Extensions."""
 
 from __future__ import annotations
 

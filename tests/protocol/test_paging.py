@@ -1,4 +1,4 @@
-"""ListTasks rules (facts §2.3 (4)): validation, filters, ordering, cursor pages, totalSize."""
+"""ListTasks rules (A2A spec §3.1.4): validation, filters, ordering, cursor pages, totalSize."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The task state machine against the full transition table of facts §4.2.
+"""The task state machine against the full transition table its text implies.
 
 The expected table is written out here cell by cell; it is not derived from the module's sets.
 """
@@ -113,7 +113,7 @@ def test_check_transition_without_task_id() -> None:
     assert "terminal" in caught.value.message
 
 
-# facts §4.1
+# The state classes: initial, active, interrupted, terminal.
 def test_state_classes() -> None:
     assert frozenset({S.SUBMITTED, S.WORKING}) == ACTIVE
     assert frozenset({S.INPUT_REQUIRED, S.AUTH_REQUIRED}) == INTERRUPTED
@@ -130,7 +130,7 @@ def test_is_terminal_and_is_interrupted(state: TaskState) -> None:
     assert is_interrupted(state) is interrupted
 
 
-# facts §5.2: a blocking SendMessage waits until terminal OR interrupted.
+# A2A spec §3.2.2: a blocking SendMessage waits until terminal OR interrupted.
 ENDS_BLOCKING_WAIT = {
     S.UNSPECIFIED: False,
     S.SUBMITTED: False,
@@ -142,7 +142,7 @@ ENDS_BLOCKING_WAIT = {
     S.REJECTED: True,
     S.AUTH_REQUIRED: True,
 }
-# facts §5.4 / erratum E8: close at terminal and INPUT_REQUIRED; keep AUTH_REQUIRED streams open.
+# Streams close at terminal states and INPUT_REQUIRED; AUTH_REQUIRED keeps them open (§7.6.1).
 CLOSES_STREAM = {
     S.UNSPECIFIED: False,
     S.SUBMITTED: False,

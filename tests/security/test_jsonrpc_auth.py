@@ -1,7 +1,7 @@
 """Authentication on the JSON-RPC binding: every scheme accepting and refusing, end to end.
 
 Refusals are HTTP 401 with ``WWW-Authenticate`` and a JSON-RPC error body naming the problem
-(facts §6.1, §7.3); the public card stays public; GetExtendedAgentCard needs a principal and
+(A2A spec §9, §3.3.2); the public card stays public; GetExtendedAgentCard needs a principal and
 may differ per principal; a refused request changes nothing.
 """
 

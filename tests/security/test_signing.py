@@ -1,4 +1,4 @@
-"""Signed agent cards (facts §9.4): sign, verify, and refuse what does not verify."""
+"""Signed agent cards (A2A spec §8.4): sign, verify, and refuse what does not verify."""
 
 from __future__ import annotations
 

@@ -347,7 +347,8 @@ async def test_a_failing_message_skill_is_an_internal_error() -> None:
 
     async with in_process(agent) as http:
         error = (await call(http, "SendMessage", {"message": user_message("x")}))["error"]
-    assert error["code"] == -32603 and "no answer today" in error["message"]
+    # The exception's text stays in the server's log: it may hold anything.
+    assert error["code"] == -32603 and error["message"] == "The skill 'answer' failed"
 
 
 async def test_an_executor_drives_its_task() -> None:

@@ -1,6 +1,6 @@
 """GetTask of a finished task that the memory store keeps encoded: JSON-RPC and REST answer
 its stored JSON as it is, gRPC decodes it, and all of them answer what they answer for any
-other task (facts §5.3)."""
+other task (A2A spec §3.2.4)."""
 
 from __future__ import annotations
 

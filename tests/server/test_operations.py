@@ -260,7 +260,7 @@ async def test_cancel_a_working_task(rpc: Rpc, controls: Controls) -> None:
     assert state_of(canceled) == "TASK_STATE_CANCELED"
     assert task["id"] in controls.canceled, "the skill's on_cancel hook ran"
     assert await rpc.get(task["id"]) == canceled
-    # Canceling again is idempotent: the same task comes back (facts §14).
+    # Canceling again is idempotent: the same task comes back (the spec leaves it open).
     assert await rpc.result("CancelTask", {"id": task["id"]}) == canceled
 
 

@@ -463,7 +463,7 @@ async def test_push_config_routes_reach_the_dispatcher(
     server: Server, method: str, path: str, body: Any
 ) -> None:
     # This agent offers no push notifications: every push route reaches the dispatcher and
-    # answers its typed error (facts §2.4).
+    # answers its typed error (A2A spec §3.3.4).
     response = await server.request(method, path.format(id="t-1"), body=body)
     refused(response, 400, "PUSH_NOTIFICATION_NOT_SUPPORTED", grpc_status="FAILED_PRECONDITION")
 

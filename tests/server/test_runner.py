@@ -291,7 +291,7 @@ async def test_the_time_limit_fails_a_task_with_a_reason() -> None:
         task = await rpc.send(ask_for("wait", "too-slow"))
         assert state_of(task) == "TASK_STATE_FAILED"
         assert status_text(task) == "the task did not finish within its time limit of 0.3 s"
-        assert controls.canceled == [], "a timeout is not a cancel"
+        assert controls.canceled == [task["id"]], "the time limit runs the on_cancel hook"
 
 
 async def test_the_time_limit_does_not_run_while_waiting_in_ask() -> None:
@@ -431,8 +431,9 @@ class CountingStore(MemoryTaskStore):
 
 
 async def test_a_returned_value_is_stored_with_the_completion_and_both_are_published() -> None:
-    """One append (one commit for a durable store) for the result's artifact and COMPLETED;
-    a subscriber still gets each event at its own version, in order."""
+    """One append (one commit for a durable store) for the result's artifact and COMPLETED,
+    and for the WORKING before them, since the skill never waited on anything; a subscriber
+    still gets each event at its own version, in order."""
     agent = Agent("a")
 
     @agent.skill("echo")
@@ -453,7 +454,7 @@ async def test_a_returned_value_is_stored_with_the_completion_and_both_are_publi
                 owner="",
             )
             received = [await events.next(timeout=WAIT_S) for _ in range(3)]
-    assert store.appends == [1, 2]  # WORKING, then the artifact with COMPLETED
+    assert store.appends == [3]  # WORKING, the artifact and COMPLETED
     versions = [item[0] for item in received if item is not None]
     assert versions == [2, 3, 4]
     working, artifact, completed = (item[1] for item in received if item is not None)
@@ -466,3 +467,36 @@ async def test_a_returned_value_is_stored_with_the_completion_and_both_are_publi
     assert completed.status.state is TaskState.COMPLETED
     stored = await store.load(record.id, tenant="")
     assert stored is not None and stored.version == 4
+
+
+async def test_a_skill_that_waits_shows_working_while_it_waits() -> None:
+    """The deferred WORKING is stored on its own as soon as the skill first waits."""
+    agent = Agent("a")
+    go_on = asyncio.Event()
+
+    @agent.skill("slow")
+    async def slow(text: str) -> str:
+        await go_on.wait()
+        return text
+
+    store, bus = CountingStore(), MemoryBus()
+    async with Runner(agent, store, bus) as runner:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        with bus.subscribe(record.id) as events:
+            await runner.launch(
+                agent.route(record.history[0]),
+                task_id=record.id,
+                context_id=record.context_id,
+                message=record.history[0],
+                tenant="",
+                owner="",
+            )
+            first = await events.next(timeout=WAIT_S)
+            assert first is not None and first[0] == 2
+            working = await store.load(record.id, tenant="")
+            assert working is not None and working.state is TaskState.WORKING
+            go_on.set()
+            rest = [await events.next(timeout=WAIT_S) for _ in range(2)]
+    assert store.appends == [1, 2]  # WORKING while it waited, then the artifact with COMPLETED
+    assert [item[0] for item in rest if item is not None] == [3, 4]

@@ -1,6 +1,7 @@
-"""ProtoJSON rules of peerwire.types (facts §3.1): presence, lenient input, rejections, identity.
+"""ProtoJSON rules of peerwire.types (A2A spec §5.5-§5.7): presence, lenient input,
+rejections, identity.
 
-Expected bytes here are written out by hand from the facts sheet, not produced by the encoder.
+Expected bytes here are written out by hand from the spec's rules, not produced by the encoder.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ class TestPresence:
         assert b'"lastChunk":true' in encode(msgspec.structs.replace(event, last_chunk=True))
 
     def test_required_members_are_emitted_even_when_empty(self) -> None:
-        # facts §9.4: REQUIRED fields always included ("description": "", "skills": []).
+        # A2A spec §8.4: REQUIRED fields always included ("description": "", "skills": []).
         raw = encode(
             AgentCard(
                 name="Example Agent",
@@ -330,7 +331,7 @@ class TestLenientInput:
         assert config.authentication is None
 
     def test_null_for_scalar_and_repeated_fields_means_unset(self) -> None:
-        # facts §3.1: null for any non-Value field is "not set"
+        # ProtoJSON: null for any non-Value field is "not set"
         message = decode(
             b'{"messageId":"m","contextId":null,"taskId":null,"role":"ROLE_USER",'
             b'"parts":[{"text":"x","filename":null}],"extensions":null}',

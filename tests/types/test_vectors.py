@@ -24,7 +24,7 @@ from peerwire.types import Model, Role, TaskState, decode, encode
 
 VECTOR_DIR = Path(__file__).resolve().parents[1] / "vectors"
 
-# facts §3.8: the 44 top-level messages of the 1.0 proto, in the sheet's order.
+# The 44 top-level messages of the A2A 1.0 proto (a2a.proto).
 INVENTORY = [
     "SendMessageConfiguration",
     "Task",
@@ -72,7 +72,7 @@ INVENTORY = [
     "ListTaskPushNotificationConfigsResponse",
 ]
 ENUMS = ["TaskState", "Role"]
-# facts §3.8: names from spec prose that do not exist in 1.0.
+# Names from the spec's prose that do not exist in the 1.0 proto.
 NOT_IN_1_0 = [
     "PushNotificationConfig",
     "CreateTaskPushNotificationConfigRequest",

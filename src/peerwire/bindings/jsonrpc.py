@@ -1,4 +1,4 @@
-"""The JSON-RPC 2.0 binding as a pure codec (facts §6.1): envelopes in, bytes out.
+"""The JSON-RPC 2.0 binding as a pure codec (A2A spec §9): envelopes in, bytes out.
 
 Decisions where the spec is silent: request ids are echoed exactly (a string stays a string, a
 number a number); batches, requests without an id, ids that are null, fractional or boolean
@@ -10,7 +10,7 @@ deeper than ``types.MAX_JSON_DEPTH``) is ``JSONParseError`` (-32700); valid JSON
 number beyond any JSON value's range (``1e999``) in the params is one too, the same number
 as the id an ``InvalidRequestError``.
 
-Authentication and permission errors have no JSON-RPC code (facts §7.3): they are answered
+Authentication and permission errors have no JSON-RPC code (A2A spec §3.3.2): they are answered
 at HTTP level (``response_status``: 401 / 403) with a JSON-RPC error body all the
 same, whose code is ``HTTP_LEVEL_ERROR_CODE`` (-32000, JSON-RPC's implementation-defined
 server error) and whose ErrorInfo reason (``UNAUTHENTICATED`` / ``PERMISSION_DENIED``) names
@@ -55,11 +55,13 @@ __all__ = [
     "METHODS",
     "Method",
     "Request",
+    "decode_envelope",
     "decode_request",
     "encode_error",
     "encode_request",
     "encode_result",
     "error_id",
+    "method_of",
     "request_id_of",
     "response_status",
     "result_envelope",
@@ -191,6 +193,42 @@ def decode_request(body: bytes) -> Request:
         raw_params = b"{}"
     params = decode(raw_params, method.params, path="params")
     return Request(id=msgspec.json.encode(envelope.id), method=method, params=params)
+
+
+def decode_envelope(body: bytes) -> tuple[bytes, str, bytes]:
+    """The id (as JSON, to echo), method name and raw params (``{}`` when absent or null) of
+    a request, by every envelope rule of ``decode_request`` but none about the method: for a
+    method table of another protocol version (A2A 0.3's, ``peerwire.compat.v03``)."""
+    check_document(body)
+    try:
+        envelope = _envelope_decoder.decode(body)
+    except msgspec.ValidationError:
+        raise _envelope_problem(body) from None
+    except msgspec.DecodeError as exc:
+        raise JSONParseError(f"Invalid JSON payload: {exc}") from None
+    if envelope.jsonrpc != "2.0":
+        raise InvalidRequestError('Request payload validation error: "jsonrpc" must be "2.0"')
+    if envelope.id is msgspec.UNSET or envelope.id is None:
+        raise InvalidRequestError(
+            "Request payload validation error: a request needs an id (notifications are not "
+            "supported)"
+        )
+    raw_params = bytes(envelope.params)
+    return (
+        msgspec.json.encode(envelope.id),
+        envelope.method,
+        b"{}" if raw_params == b"null" else raw_params,
+    )
+
+
+def method_of(body: bytes) -> str | None:
+    """The method a request names, if ``body`` is a JSON object with a string ``method``;
+    never raises (for telling protocol versions apart on an error path)."""
+    try:
+        envelope = _raw_envelope_decoder.decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return _text(envelope.method) if envelope.method else None
 
 
 def _envelope_problem(body: bytes) -> A2AError:

@@ -1,4 +1,4 @@
-"""The HTTP+JSON (REST) binding as a pure codec (facts §2.1, §2.2, §6.2, §7.4, §11.1).
+"""The HTTP+JSON (REST) binding as a pure codec (A2A spec §11, §8.3.2).
 
 One table, ``ROUTES``, says where each operation lives: verb, path template, request type,
 whether it streams. The server side matches a request line against it (``match_route``) and
@@ -7,7 +7,7 @@ query string (GET/DELETE) with ``build_request``. The client side runs the same 
 (``encode_request``), so client and server cannot disagree about a path.
 
 Paths are relative to the interface URL. Every route also exists under a leading
-``/{tenant}`` segment. Matching rules (facts §2.2 routing pitfalls):
+``/{tenant}`` segment. Matching rules (where paths are ambiguous):
 
 * The custom verb (``:send``, ``:stream``, ``:cancel``, ``:subscribe``) is split off the last
   *raw* segment before percent-decoding, so an id containing ``:`` travels as ``%3A``. A suffix
@@ -72,7 +72,7 @@ __all__ = [
 A2A_JSON = "application/a2a+json"
 _JSON_TYPES = frozenset({A2A_JSON, "application/json"})
 VERSION_PARAM = "A2A-Version"
-"""The query parameter that may carry the version instead of the header (facts §8.1)."""
+"""The query parameter that may carry the version instead of the header (A2A spec §3.2.6)."""
 
 _INT32 = (-(2**31), 2**31 - 1)
 _HEX_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -167,7 +167,8 @@ class HttpRequest:
 
 # -- the table ---------------------------------------------------------------------------------
 
-# (operation, verb, template, body "*"). The proto's http rules, plus POST for subscribe (E1).
+# (operation, verb, template, body "*"). The proto's http rules, plus POST for subscribe (the
+# spec text's verb).
 _TABLE: tuple[tuple[str, str, str, bool], ...] = (
     ("SendMessage", "POST", "/message:send", True),
     ("SendStreamingMessage", "POST", "/message:stream", True),
@@ -520,8 +521,8 @@ def encode_stream_error(error: A2AError) -> bytes:
 def encode_request(operation: str, request: Any, *, subscribe_method: str = "POST") -> HttpRequest:
     """The HTTP request for ``operation``; the tenant variant when ``request.tenant`` is set.
 
-    ``subscribe_method`` picks SubscribeToTask's verb (erratum E1: the proto says GET, the
-    spec text POST). Raises ``InvalidParamsError`` for an empty path value.
+    ``subscribe_method`` picks SubscribeToTask's verb (the proto's http rule says GET, the
+    spec text, §11.3.2, POST). Raises ``InvalidParamsError`` for an empty path value.
     """
     method = subscribe_method if operation == "SubscribeToTask" else None
     route = route_for(operation, method, tenant=bool(getattr(request, "tenant", "")))

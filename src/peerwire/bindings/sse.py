@@ -1,4 +1,4 @@
-"""Server-Sent Events framing (facts §6.1, §6.2): one ``data:`` line per event, and a parser.
+"""Server-Sent Events framing (A2A spec §9, §11): one ``data:`` line per event, and a parser.
 
 Our own framing, not sse-starlette: measured here, that library halved stream throughput.
 Compact JSON never contains a raw newline, so every event is exactly one ``data:`` line.

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..server.bus import EventBus, open_bus
+from ..server.bus import EventBus
 from ..server.stores import TaskStore, open_store
 
 if TYPE_CHECKING:  # the "redis" extra: every command imports this module, most without it
@@ -58,6 +58,8 @@ def shared_store(spec: str) -> TaskStore:
 
 
 def event_bus(spec: str) -> EventBus:
+    from ..server.app import open_bus  # the composition root: only commands that run agents
+
     try:
         return open_bus(spec)
     except ValueError as exc:

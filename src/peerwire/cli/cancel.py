@@ -51,7 +51,7 @@ def cancel_command(
         if state is TaskState.CANCELED:
             return EXIT_OK
         if exit_code(state) == EXIT_RUNNING:
-            # Cancel is best effort and may take effect later (facts §2.3 (5)).
+            # Cancel is best effort and may take effect later (A2A spec §3.1.5).
             note(f"task {task_id} is still {state_name(state)}: not canceled yet", auth)
             return EXIT_RUNNING
         raise CommandError(f"task {task_id} was not canceled: it is {state_name(state)}")

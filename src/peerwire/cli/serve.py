@@ -14,9 +14,8 @@ from typing import Annotated
 import typer
 
 from ..httpd import HTTPLimits, ServerTLS
-from ..server import Agent, serve
+from ..server import Agent, PushSettings, serve
 from ..server.app import INTERFACE_NAMES
-from ..server.push import PushSettings
 from ..server.stores import TaskStore, open_store
 from ._app import app
 from ._scale import LeaseTtl, ReclaimIdle, SweepEvery, event_bus, work_queue
@@ -103,6 +102,13 @@ def serve_command(
     lenient_version: Annotated[
         bool, typer.Option(help="Take requests without A2A-Version as 1.0 (not 0.3).")
     ] = False,
+    v03: Annotated[
+        bool,
+        typer.Option(
+            "--v03/--no-v03",
+            help="Also serve A2A 0.3 callers (JSON-RPC and HTTP+JSON; docs/COMPATIBILITY.md).",
+        ),
+    ] = True,
     log_level: Annotated[str, typer.Option(help="Log level of the server's messages.")] = "warning",
     grpc: Annotated[bool, typer.Option(help="Also serve gRPC (when grpcio is installed).")] = True,
     grpc_port: Annotated[
@@ -196,6 +202,7 @@ def serve_command(
         shutdown_grace=shutdown_grace,
         max_body_bytes=max_body_bytes,
         lenient_version=lenient_version,
+        serve_v03=v03,
         grpc=grpc,
         grpc_port=grpc_port,
         interface_order=_interface_names(interfaces),

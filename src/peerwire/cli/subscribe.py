@@ -48,7 +48,7 @@ def subscribe_command(
             except UnsupportedOperationError as exc:
                 if view.state is not None:
                     raise
-                # The spec refuses to subscribe to a finished task (facts §2.3 (6)).
+                # The spec refuses to subscribe to a finished task (A2A spec §3.1.6).
                 raise CommandError(
                     f"{exc.message} (UnsupportedOperationError); a finished task is shown by "
                     f"'peerwire get {url} {task_id}'"

@@ -8,7 +8,7 @@ transport is built in, and the REST and gRPC ones appear when their modules are 
 """
 
 from ._card import CardCache, default_card_cache
-from ._client import Client
+from ._client import Client, TaskListing
 from ._follow import Payload
 from ._registry import available_bindings, register_transport
 from .transports._limits import ClientLimits
@@ -20,6 +20,7 @@ __all__ = [
     "Client",
     "ClientLimits",
     "Payload",
+    "TaskListing",
     "Transport",
     "TransportFactory",
     "TransportSettings",

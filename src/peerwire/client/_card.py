@@ -1,4 +1,4 @@
-"""Fetching and caching agent cards (facts §9.1, §9.2).
+"""Fetching and caching agent cards (A2A spec §8.1-§8.3, §8.6).
 
 A card is kept as long as its server allows: ``Cache-Control: max-age`` (less ``Age``), else
 ``Expires``, else a default lifetime; ``no-store`` keeps nothing and ``no-cache`` revalidates on
@@ -16,11 +16,12 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 import msgspec
 
+from ..compat.v03.card import card_from_v03, is_v03_card
 from ..errors import A2AError, InvalidAgentCardError, InvalidResponseError
 from ..types import AgentCard, decode
 from .transports._exchange import HTTPExchange, Reply, as_exchange
@@ -34,10 +35,13 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 def card_url(url: str) -> str:
-    """Where the card of the agent at ``url`` is: ``url`` itself if it names a card file."""
-    if url.split("?", 1)[0].endswith("agent-card.json"):
+    """Where the card of the agent at ``url`` is: ``url`` itself if it names a card file,
+    else below its path (an agent mounted at ``http://host/a2a`` has its card at
+    ``http://host/a2a/.well-known/agent-card.json``), any query kept after it."""
+    parts = urlsplit(url)
+    if parts.path.endswith("agent-card.json"):
         return url
-    return url.rstrip("/") + CARD_PATH
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + CARD_PATH, fragment=""))
 
 
 CardCheck = Callable[[bytes], Awaitable[None]]
@@ -203,33 +207,32 @@ def _keeps_credentials(source: str, destination: str) -> bool:
 
 
 def parse_card(content: bytes, url: str) -> AgentCard:
-    """Decode a card, or say precisely why it is not a valid A2A 1.0 card."""
-    try:
-        return decode(content, AgentCard, path="card")
-    except A2AError as exc:
-        hint = ""
-        if _looks_like_0_3(content):
-            hint = (
-                " (it looks like an A2A 0.3 card: top-level url/preferredTransport instead of "
-                "supportedInterfaces; this client speaks 1.0)"
-            )
-        reason = exc.message.removeprefix("Invalid parameters: ")
-        raise InvalidAgentCardError(
-            f"The agent card at {url} is not a valid A2A 1.0 AgentCard: {reason}{hint}",
-            url=url,
-        ) from None
+    """Decode a card, or say precisely why it is not a valid A2A card.
 
-
-def _looks_like_0_3(content: bytes) -> bool:
+    A 0.3 card (an endpoint ``url``, no ``supportedInterfaces``) is translated
+    (``peerwire.compat.v03.card.card_from_v03``): its interfaces carry protocol version 0.3,
+    and the client speaks 0.3 to them. A card with both (a 1.0 agent that also serves 0.3)
+    is read as 1.0."""
     try:
         document = msgspec.json.decode(content)
     except msgspec.DecodeError:
-        return False
-    return (
-        isinstance(document, dict)
-        and "supportedInterfaces" not in document
-        and ("preferredTransport" in document or "url" in document)
-    )
+        document = None  # the 1.0 decoder says what is wrong with it
+    if is_v03_card(document):
+        try:
+            return card_from_v03(document, "card")
+        except A2AError as exc:
+            reason = exc.message.removeprefix("Invalid parameters: ")
+            raise InvalidAgentCardError(
+                f"The agent card at {url} is not a valid A2A 0.3 AgentCard: {reason}", url=url
+            ) from None
+    try:
+        return decode(content, AgentCard, path="card")
+    except A2AError as exc:
+        reason = exc.message.removeprefix("Invalid parameters: ")
+        raise InvalidAgentCardError(
+            f"The agent card at {url} is not a valid A2A 1.0 AgentCard: {reason}",
+            url=url,
+        ) from None
 
 
 def _status_problem(url: str, status: int) -> str:

@@ -1,4 +1,4 @@
-"""``Client``: call any A2A 1.0 agent, over whichever binding its card offers first."""
+"""``Client``: call any A2A agent (1.0, or 0.3), over whichever binding its card offers first."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import json
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 import msgspec
 
+from ..compat.v03.version import PROTOCOL_VERSION as V03
+from ..compat.v03.version import speaks_v03
 from ..errors import (
     A2ATimeoutError,
     CardSignatureError,
@@ -50,7 +52,7 @@ from ._card import CardCache, CardCheck, card_url, default_card_cache
 from ._follow import Payload, TaskFollower
 from ._inprocess import ASGIApp, StreamingASGITransport
 from ._messages import Content, FileLike, build_message
-from ._registry import transport_factory, unavailable_reason
+from ._registry import spoken_versions, transport_factory, unavailable_reason
 from .transports._exchange import HTTPExchange, HttpxExchange, PooledExchange
 from .transports._limits import DEFAULT_LIMITS, ClientLimits
 from .transports.base import CallOptions, Transport, TransportSettings
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
     from ..security.signing import Trust
     from .auth import Credentials
 
-__all__ = ["DEFAULT_BINDINGS", "Client"]
+__all__ = ["DEFAULT_BINDINGS", "Client", "TaskListing"]
 
 T = TypeVar("T")
 
@@ -102,7 +104,8 @@ class Client:
         self._owned_http = owned_http
         self._options = CallOptions(
             extensions=tuple(extensions),
-            headers={**(headers or {}), "A2A-Version": PROTOCOL_VERSION},
+            # The version the interface speaks: 1.0, or 0.3 for an agent that still does.
+            headers={**(headers or {}), "A2A-Version": _version_of(interface)},
         )
         self._follower = TaskFollower(self._resubscribe, self.get_task)
 
@@ -129,7 +132,9 @@ class Client:
         ``url`` is the agent's base URL (its card is at ``/.well-known/agent-card.json``) or the
         card's own URL. The interface is the first in the card's ``supportedInterfaces`` (their
         order is the agent's preference) whose binding is in ``bindings`` and available here,
-        at protocol version 1.0. ``transport`` skips that choice and uses the one given (the
+        at protocol version 1.0 or 0.3: an A2A 0.3 agent (its card, its interfaces) is spoken
+        to in 0.3 and answers with the same ``peerwire.types`` (docs/COMPATIBILITY.md).
+        ``transport`` skips that choice and uses the one given (the
         client closes it with itself).
 
         ``app`` calls an ASGI application in this process instead of the network (its lifespan
@@ -375,7 +380,7 @@ class Client:
         request = GetTaskRequest(tenant=self._tenant, id=task_id, history_length=history_length)
         return await self._call("GetTask", request, Task)
 
-    async def list_tasks(
+    def list_tasks(
         self,
         *,
         context_id: str | None = None,
@@ -384,11 +389,19 @@ class Client:
         history_length: int | None = None,
         status_timestamp_after: datetime | str | None = None,
         include_artifacts: bool | None = None,
-    ) -> AsyncIterator[Task]:
-        """Every task visible to you, newest status first, fetching pages as you iterate.
+    ) -> TaskListing:
+        """Every task visible to you, newest status first: ``await`` it for the list of them
+        all (every page fetched), or ``async for task in client.list_tasks()`` to fetch each
+        page as you get to it (and stop early at no cost for the rest)::
+
+            tasks = await client.list_tasks(status="input-required")
+            async for task in client.list_tasks(context_id=context):
+                ...
 
         ``page_size`` (1-100) is how many each request asks for; filters are by context,
-        by one state, and by status time at or after ``status_timestamp_after``.
+        by one state, and by status time at or after ``status_timestamp_after``. Nothing is
+        sent until you await or iterate; each time you do, the walk starts again at the
+        first page.
         """
         query = ListTasksRequest(
             tenant=self._tenant,
@@ -399,6 +412,9 @@ class Client:
             status_timestamp_after=_timestamp(status_timestamp_after),
             include_artifacts=include_artifacts,
         )
+        return TaskListing(lambda: self._walk_tasks(query))
+
+    async def _walk_tasks(self, query: ListTasksRequest) -> AsyncIterator[Task]:
         seen: set[str] = set()
         while True:
             page = await self._call("ListTasks", query, ListTasksResponse)
@@ -429,7 +445,7 @@ class Client:
         meanwhile, the final ``Task`` (from GetTask) ends the iteration.
 
         Subscribing to a task that has already finished raises ``UnsupportedOperationError``
-        (facts §2.3 (6)): use ``get_task`` for it. A server that ends the stream early raises
+        (A2A spec §3.1.6): use ``get_task`` for it. A server that ends the stream early raises
         ``StreamEndedError``, or is subscribed to again for ``resume_for`` seconds, as for
         ``stream``; a timeout raises ``A2ATimeoutError`` with this ``task_id``.
         """
@@ -585,6 +601,26 @@ class Client:
             self._task_skills.popitem(last=False)
 
 
+class TaskListing:
+    """What ``Client.list_tasks`` returns: ``await`` it for every task in one list, or
+    iterate it with ``async for`` to fetch page by page. Each await or iteration walks the
+    pages from the first."""
+
+    __slots__ = ("_walk",)
+
+    def __init__(self, walk: Callable[[], AsyncIterator[Task]]) -> None:
+        self._walk = walk
+
+    def __aiter__(self) -> AsyncIterator[Task]:
+        return self._walk()
+
+    def __await__(self) -> Generator[Any, None, list[Task]]:
+        return self._all().__await__()
+
+    async def _all(self) -> list[Task]:
+        return [task async for task in self._walk()]
+
+
 class _Connect:
     """What ``Client.connect`` returns: await it, or enter it with ``async with``."""
 
@@ -638,11 +674,11 @@ def _signature_check(trust: Trust, url: str) -> CardCheck:
 def _choose(
     card: AgentCard, location: str, bindings: tuple[str, ...], settings: TransportSettings
 ) -> tuple[AgentInterface, Transport]:
-    """The first interface of the card this client can use (facts §9.1: order is normative)."""
+    """The first interface of the card this client can use (A2A spec §8: order is normative)."""
     for interface in card.supported_interfaces:
         if interface.protocol_binding not in bindings or not _speaks(interface.protocol_version):
             continue
-        factory = transport_factory(interface.protocol_binding)
+        factory = transport_factory(interface.protocol_binding, _version_of(interface))
         transport = factory(interface, settings) if factory is not None else None
         if transport is not None:
             return interface, transport
@@ -650,12 +686,17 @@ def _choose(
         f"{i.protocol_binding} {i.protocol_version or '(no version)'} at {i.url}"
         for i in card.supported_interfaces
     )
-    usable = [b for b in bindings if transport_factory(b) is not None]
-    why = [f"{b}: {reason}" for b in bindings if (reason := unavailable_reason(b))]
+    versions = spoken_versions()
+    usable = [f"{b} {v}" for b in bindings for v in versions if transport_factory(b, v) is not None]
+    why = [
+        f"{b} {v}: {reason}"
+        for b in bindings
+        for v in versions
+        if (reason := unavailable_reason(b, v))
+    ]
     message = (
         f"No interface of the agent card at {location} can be used. It offers: "
-        f"{offered or 'nothing'}; this client speaks {', '.join(usable) or 'no binding'} "
-        f"at protocol {PROTOCOL_VERSION}"
+        f"{offered or 'nothing'}; this client speaks {', '.join(usable) or 'no binding'}"
     )
     if settings.in_process:
         message += " in process"
@@ -665,6 +706,8 @@ def _choose(
 
 
 def _speaks(version: str) -> bool:
+    if speaks_v03(version):
+        return True
     try:
         check_version(version)
     except VersionNotSupportedError:
@@ -672,13 +715,26 @@ def _speaks(version: str) -> bool:
     return True
 
 
+def _version_of(interface: AgentInterface) -> str:
+    """The Major.Minor to speak on ``interface``: 0.3 for a 0.3 one, else 1.0."""
+    return V03 if speaks_v03(interface.protocol_version) else PROTOCOL_VERSION
+
+
 def _interface_of(card: AgentCard, transport: Transport) -> AgentInterface:
     """The card's entry for a transport chosen by the caller, for its tenant."""
+    # A transport that speaks another version than 1.0 says so (``protocol_version``).
+    version = getattr(transport, "protocol_version", PROTOCOL_VERSION)
+    tenant = ""
     for interface in card.supported_interfaces:
         if (interface.protocol_binding, interface.url) == (transport.binding, transport.url):
-            return interface
+            if speaks_v03(interface.protocol_version) == speaks_v03(version):
+                return interface
+            tenant = interface.tenant
     return AgentInterface(
-        url=transport.url, protocol_binding=transport.binding, protocol_version=PROTOCOL_VERSION
+        url=transport.url,
+        protocol_binding=transport.binding,
+        tenant=tenant,
+        protocol_version=version,
     )
 
 

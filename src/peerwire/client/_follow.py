@@ -114,7 +114,7 @@ class TaskFollower:
                         yield payload
                     first = False
                     if view.message_only:
-                        return  # exactly one Message, then the stream is over (facts §5.4)
+                        return  # exactly one Message, then the stream is over (A2A spec §3.1.2)
             finally:
                 await _close(source)
             record = view.record
@@ -222,7 +222,7 @@ class _View:
         if self.record is None:
             raise InvalidResponseError(
                 f"the stream began with a {type(payload).__name__}, not a Task or a Message "
-                "(facts §5.4)"
+                "(A2A spec §3.1.2)"
             )
         try:
             self.record.apply(payload)

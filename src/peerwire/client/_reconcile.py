@@ -1,7 +1,7 @@
 """Catching up after a reconnect: the updates that lead from what the caller saw to a snapshot.
 
 A stream that dropped is followed again through SubscribeToTask, whose first event is a full
-snapshot (facts §5.5). Handing the caller that snapshot would make everyone who prints chunks
+snapshot (A2A spec §3.5.2). Handing the caller that snapshot would make everyone who prints chunks
 as they come print them again; instead the difference is expressed as ordinary updates: an
 artifact that grew gets one ``append`` with just its new parts, a new or rewritten artifact
 arrives whole, a changed status once. They are folded into the caller's ``TaskRecord`` with

@@ -1,4 +1,4 @@
-"""Where handlers run when processes share a work queue (``Runner(queue=...)``).
+"""Where handlers run when processes share a work queue (``Runner(placement=...)``).
 
 A replica that accepts a task queues a job; whichever process consumes the queue takes the
 task's lease and runs its handler with ``ask``'s replay rule (the answers are the task's
@@ -7,6 +7,22 @@ A cancel or a follow-up for a handler elsewhere goes over the control channel to
 holder. The sweeper compares the store (the source of truth) with the leases: an active task
 that nobody holds on two sweeps in a row lost its job or its worker, and is queued again or
 failed, per the agent's ``on_restart``.
+
+Redis may restart and come back empty, and pub/sub delivers at most once, so the holder does
+not rely on what Redis carries. At every lease renewal (every ``lease_ttl / 3``, and at once
+when Redis answers again after an outage) it
+
+- re-takes its leases; a task another worker holds now is not ours any more: its handler
+  here stops without recording anything;
+- stops the handler of a task marked to be canceled (``RedisWorkQueue.request_cancel``) or
+  that the store says is CANCELED (its ``on_cancel`` hook runs, here, once), and silently
+  the handler of a task the store says another process finished;
+- hands a handler waiting in ``ask`` the follow-ups the store has recorded for it that never
+  reached it (seen on two renewals in a row, so a delivery under way is not doubled).
+
+A new holder checks the cancel mark and the store after taking the lease, before its handler
+starts. No process exits because Redis went away: every Redis operation here is retried, and
+a failure is logged and retried later, never raised into the runner's task group.
 """
 
 from __future__ import annotations
@@ -19,7 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
-from ..errors import IllegalTransitionError, ServerBusyError, TaskNotFoundError
+from ..errors import (
+    IllegalTransitionError,
+    InternalError,
+    ServerBusyError,
+    StreamEndedError,
+    TaskNotFoundError,
+)
 from ..protocol import TERMINAL
 from ..types import (
     Message,
@@ -31,9 +53,11 @@ from ..types import (
     encode,
     now_timestamp,
 )
-from .work_queue import ControlMessage, Job, JobKind, RedisWorkQueue
+from ._redis import is_outage
+from .work_queue import ControlMessage, Job, RedisLife, RedisWorkQueue
 
 if TYPE_CHECKING:
+    from ..protocol import TaskRecord
     from ..server.runner import Runner, _Live
 
 __all__ = ["WORKER_STOPPED", "Placement"]
@@ -42,25 +66,57 @@ log = logging.getLogger("peerwire.placement")
 
 WORKER_STOPPED = "the worker running this task stopped"
 _ACTIVE = (TaskState.SUBMITTED, TaskState.WORKING)
+_WAITING = (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
+# What a Redis operation raises when Redis is away (``RuntimeError``: see ``is_outage``).
+_REDIS_AWAY = (RedisError, OSError, RuntimeError)
 _RETRY_S = 0.5
+_RETRY_MAX_S = 2.0
 _FULL_WAIT_S = 0.05
 _READ_BATCH = 64
+# While a cancel waits for the holder, how often it also asks the store (the bus may be away).
+_CANCEL_POLL_S = 0.5
+_RECHECKS_AT_ONCE = 8
 
 
 class Placement:
-    """The runner's side of a shared queue: consuming jobs, leases, control, the sweeper."""
+    """The runner's side of a shared queue: consuming jobs, leases, control, the sweeper.
 
-    def __init__(self, runner: Runner, queue: RedisWorkQueue, *, consume: bool) -> None:
-        self.runner = runner
+    Built by the composition root (``create_app``, ``run_worker``) and handed to the
+    ``Runner``, which attaches itself (``attach``). ``consume=False``: this process only
+    accepts work (and sweeps); it runs no handlers.
+    """
+
+    def __init__(self, queue: RedisWorkQueue, *, consume: bool) -> None:
         self.queue = queue
         self.consume = consume
         # How long a cancel waits for the remote handler to record CANCELED before this
         # process records it (the holder may have died with its lease still running).
         self.cancel_wait = queue.lease_ttl + 5.0
+        self._runner: Runner | None = None
         self._loops: list[asyncio.Task[None]] = []
         self._consumer: asyncio.Task[None] | None = None
         self._suspects: dict[str, TaskState] = {}
+        self._life: RedisLife | None = None
+        self._renew_now = asyncio.Event()
+        # Per live task, what one renewal saw that the next must confirm before acting.
+        self._undelivered: dict[str, str] = {}
+        self._finished_elsewhere: set[str] = set()
+        # Tasks whose handler runs here (``run_leased``), until their outcome is recorded.
+        self._holding: set[str] = set()
         self._open = False
+
+    def attach(self, runner: Runner) -> None:
+        self._runner = runner
+
+    @property
+    def runner(self) -> Runner:
+        assert self._runner is not None, "the placement is not attached to a runner"
+        return self._runner
+
+    @property
+    def healthy(self) -> bool:
+        """Whether Redis answered the work queue's last command (readiness)."""
+        return self.queue.healthy
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -69,6 +125,8 @@ class Placement:
         self._open = True
         loops: list[Coroutine[Any, Any, None]] = [self._sweep_forever()]
         if self.consume:
+            # Back from an outage: re-take the leases now, before any sweeper finds them free.
+            self.queue.health.on_change(self._on_health)
             ready = asyncio.Event()
             loops += [self._heartbeat_forever(), self.queue.listen_control(self._on_control, ready)]
             self._consumer = group.create_task(self._consume_forever(), name="peerwire consumer")
@@ -79,6 +137,10 @@ class Placement:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.queue.socket_timeout):
                     await ready.wait()
+
+    def _on_health(self, healthy: bool) -> None:
+        if healthy:
+            self._renew_now.set()
 
     async def stop_taking_work(self) -> None:
         consumer, self._consumer = self._consumer, None
@@ -98,45 +160,89 @@ class Placement:
 
     # -- accepting work -----------------------------------------------------------------------
 
-    async def enqueue(self, task_id: str, tenant: str, kind: JobKind, owner: str = "") -> None:
-        await self.queue.enqueue(task_id, tenant, owner, kind)
+    async def start_elsewhere(self, task_id: str, tenant: str, owner: str) -> None:
+        """Queue a new task's job (retried while Redis is away, then ``OSError``: the task is
+        in the store, SUBMITTED, and the sweeper queues it again once Redis answers)."""
+        await self.queue.enqueue(task_id, tenant, owner, "start")
 
     async def continue_elsewhere(
-        self, task_id: str, context_id: str, follow_up: Message, tenant: str, owner: str
+        self,
+        task_id: str,
+        context_id: str,
+        follow_up: Message,
+        tenant: str,
+        owner: str,
+        *,
+        expected_version: int | None = None,
     ) -> None:
-        """Record the follow-up, then hand it to the handler holding the task, or queue it."""
+        """Record the follow-up, then hand it to the handler holding the task, or queue it.
+
+        With ``expected_version`` the follow-up answers a task waiting for its caller: it is
+        recorded with WORKING by compare-and-swap on that version (``VersionConflictError``:
+        another answer came first; the runner refuses this one). Without, it is more input for
+        a task already at work, recorded alone.
+
+        Once recorded, nothing here fails the call: a follow-up Redis could not carry is found
+        in the store by its holder's next renewal, or (no holder) by the sweeper.
+        """
         working = TaskStatusUpdateEvent(
             task_id=task_id,
             context_id=context_id,
             status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
         )
-        await self.runner._append_and_publish(task_id, (follow_up, working), (working,))
-        if await self.queue.lease_holder(task_id) is not None:
-            # If the holder stops before acting on it, the task is WORKING and unheld: the
-            # sweeper resumes it, follow-up included.
-            await self.queue.send_control(ControlMessage("deliver", task_id, encode(follow_up)))
-        else:
-            await self.queue.enqueue(task_id, tenant, owner, "continue")
+        try:
+            if expected_version is None:
+                await self.runner._append_and_publish(task_id, (follow_up,), ())
+            else:
+                await self.runner._append_and_publish(
+                    task_id, (follow_up, working), (working,), expected_version=expected_version
+                )
+        except InternalError as exc:  # stored, not published: subscribers read the store
+            log.warning("peerwire: task %s: follow-up recorded, not published: %s", task_id, exc)
+        try:
+            if await self.queue.lease_holder(task_id) is not None:
+                # If the holder stops before acting on it, the task is WORKING and unheld:
+                # the sweeper resumes it, follow-up included.
+                await self.queue.send_control(ControlMessage("deliver", task_id, encode(follow_up)))
+            else:
+                await self.queue.enqueue(task_id, tenant, owner, "continue")
+        except _REDIS_AWAY as exc:
+            log.warning("peerwire: task %s: the follow-up waits for Redis: %s", task_id, exc)
 
-    async def cancel_elsewhere(self, task_id: str) -> None:
+    async def cancel_elsewhere(self, task_id: str, tenant: str) -> None:
         """Ask the lease holder to cancel its handler; wait (bounded) for the outcome.
 
-        The runner then records CANCELED itself if nobody did (no holder, or a holder that
-        died): recording it twice is refused by the state machine, not applied.
+        The task is marked first, so a holder that takes it over later cancels it too. The
+        runner then records CANCELED itself if nobody did (no holder, or a holder that died):
+        recording it twice is refused by the state machine, not applied. A handler still
+        running somewhere after that is stopped at its holder's next renewal.
         """
-        if await self.queue.lease_holder(task_id) is None:
-            return
+        runner = self.runner
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self.cancel_wait
-        with self.runner.bus.subscribe(task_id) as subscription:
-            await self.queue.send_control(ControlMessage("cancel", task_id))
+        with runner.bus.subscribe(task_id) as subscription:
+            try:
+                await self.queue.request_cancel(task_id)
+                if await self.queue.lease_holder(task_id) is None:
+                    return
+            except _REDIS_AWAY as exc:
+                log.warning("peerwire: task %s: cancel without the holder: %s", task_id, exc)
+                return
+            closed = False
             while (remaining := give_up - loop.time()) > 0:
-                try:
-                    item = await subscription.next(0, remaining)
-                except StopAsyncIteration:
-                    return
+                item = None
+                if closed:  # the bus went away: the store alone tells
+                    await asyncio.sleep(min(remaining, _CANCEL_POLL_S))
+                else:
+                    try:
+                        item = await subscription.next(0, min(remaining, _CANCEL_POLL_S))
+                    except (StopAsyncIteration, StreamEndedError):  # closed, or an outage
+                        closed = True
                 if item is None:
-                    return
+                    record = await runner.store.load(task_id, tenant=tenant)
+                    if record is None or record.state in TERMINAL:
+                        return
+                    continue
                 event = item[1]
                 if isinstance(event, TaskStatusUpdateEvent) and event.status.state in TERMINAL:
                     return
@@ -144,15 +250,29 @@ class Placement:
     # -- running jobs -------------------------------------------------------------------------
 
     async def run_leased(self, live: _Live) -> None:
-        """Run the handler, then let go of its task."""
+        """Run the handler, then let go of its task. Never raises into the task group: a
+        process keeps running whatever one task's outcome could not be recorded."""
+        task_id = live.ctx.task_id
+        # Held until its outcome is recorded: the runner lets go of a handler (``_live``)
+        # before that, and a duplicate job must not start the task again meanwhile.
+        self._holding.add(task_id)
         try:
             await self.runner._run(live)
+        except Exception:
+            log.exception("peerwire: task %s: its outcome could not be recorded", task_id)
         finally:
-            with contextlib.suppress(RedisError, OSError, RuntimeError):
-                await asyncio.shield(self.queue.release_lease(live.ctx.task_id))
+            # A finished task's lease is left to run out (lease_ttl): no job can run it again,
+            # and not releasing it spares a round trip per task.
+            try:
+                if live.ctx.state not in TERMINAL:
+                    with contextlib.suppress(*_REDIS_AWAY):
+                        await asyncio.shield(self.queue.release_lease(task_id))
+            finally:
+                self._holding.discard(task_id)
 
     async def _consume_forever(self) -> None:
         runner = self.runner
+        wait = _RETRY_S
         while runner._accepting:
             free = runner.max_working - runner._working
             if free <= 0:
@@ -161,10 +281,13 @@ class Placement:
                 continue
             try:
                 jobs = await self.queue.read(min(free, _READ_BATCH))
-            except (RedisError, OSError) as exc:
-                log.warning("peerwire: reading the work queue failed, retrying: %s", exc)
-                await asyncio.sleep(_RETRY_S)
+            except Exception as exc:  # never ends the loop: it runs in the runner's task group
+                if not is_outage(exc):
+                    log.warning("peerwire: reading the work queue failed, retrying: %s", exc)
+                await asyncio.sleep(wait)  # an outage the queue's health logs, once
+                wait = min(wait * 2, _RETRY_MAX_S)
                 continue
+            wait = _RETRY_S
             for job in jobs:
                 try:
                     await self._take(job)
@@ -173,35 +296,45 @@ class Placement:
 
     async def _take(self, job: Job) -> None:
         runner = self.runner
-        record = await runner.store.load(job.task_id, tenant=job.tenant)
         if (
-            record is None
-            or record.state not in _ACTIVE
-            or job.task_id in runner._live
+            job.task_id in runner._live
+            or job.task_id in self._holding
             or not await self.queue.take_lease(job.task_id)
         ):
-            # Finished, waiting for its caller, or held by a live worker: a duplicate.
+            # Held by a live worker (here or elsewhere): a duplicate.
             await self.queue.ack(job)
             return
-        await self.queue.ack(job)
+        try:
+            # Read after the lease is ours: what the task is now, not before a cancel.
+            record = await runner.store.load(job.task_id, tenant=job.tenant)
+            canceled = await self.queue.ack_and_check_cancel(job)  # one round trip
+            if record is None or record.state not in _ACTIVE:
+                # Finished, or waiting for its caller: nothing to run.
+                await self.queue.release_lease(job.task_id)
+                return
+            started = self._start(job, record)
+        except BaseException:
+            with contextlib.suppress(*_REDIS_AWAY):
+                await self.queue.release_lease(job.task_id)
+            raise
+        if isinstance(started, str):
+            await self._fail(record, started)
+        elif canceled:
+            # Canceled while it changed hands: stopped before it begins, its on_cancel hook
+            # runs here and CANCELED is recorded (the runner's path for an early cancel).
+            started.stop(TaskState.CANCELED)
+
+    def _start(self, job: Job, record: TaskRecord) -> _Live | str:
+        """Start the task's handler here; or why it cannot run (its task is to fail)."""
+        runner = self.runner
         user_messages = [m for m in record.history if m.role is Role.USER]
         if not user_messages or (job.kind == "recover" and runner.agent.on_restart == "fail"):
-            try:
-                await runner._emit_status(
-                    record.id, record.context_id, TaskState.FAILED, WORKER_STOPPED
-                )
-            finally:
-                await self.queue.release_lease(job.task_id)
-            return
+            return WORKER_STOPPED
         try:
             skill = runner.agent.route(user_messages[0])
         except Exception as exc:  # the agent changed since the task was accepted
-            try:
-                await runner._emit_status(record.id, record.context_id, TaskState.FAILED, str(exc))
-            finally:
-                await self.queue.release_lease(job.task_id)
-            return
-        runner._start(
+            return str(exc)
+        return runner._start(
             skill,
             task_id=record.id,
             context_id=record.context_id,
@@ -213,19 +346,124 @@ class Placement:
             latest=user_messages[-1] if len(user_messages) > 1 else None,
         )
 
+    async def _fail(self, record: TaskRecord, text: str) -> None:
+        try:
+            await self.runner._emit_status(record.id, record.context_id, TaskState.FAILED, text)
+        except (IllegalTransitionError, TaskNotFoundError):
+            log.debug("task %s changed before it could be failed", record.id)
+        except Exception:
+            log.exception("peerwire: task %s could not be failed", record.id)
+        finally:
+            with contextlib.suppress(*_REDIS_AWAY):
+                await self.queue.release_lease(record.id)
+
     # -- leases and control -------------------------------------------------------------------
 
     async def _heartbeat_forever(self) -> None:
         while True:
-            await asyncio.sleep(self.queue.lease_ttl / 3)
-            for task_id in list(self.runner._live):
-                try:
-                    # Re-takes a lease Redis lost (a restart) as well as renewing it.
-                    if not await self.queue.take_lease(task_id):
-                        log.warning("peerwire: task %s is held by another worker now", task_id)
-                except (RedisError, OSError) as exc:
-                    log.warning("peerwire: renewing the lease of %s failed: %s", task_id, exc)
-                    break
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.queue.lease_ttl / 3):
+                    await self._renew_now.wait()
+            self._renew_now.clear()
+            try:
+                await self.renew()
+            except Exception:  # the store or Redis being away now is retried next time
+                log.exception("peerwire: renewing the leases failed")
+
+    async def renew(self) -> None:
+        """Re-take this process's leases and re-check its handlers (the module docstring)."""
+        runner = self.runner
+        live = {task_id: one for task_id, one in runner._live.items() if not one.ending}
+        held = list(self._holding | live.keys())  # ending handlers keep their leases too
+        if not held:
+            return
+        lost: set[str] = set()
+        marked: set[str] = set()
+        try:
+            # Re-takes a lease Redis lost (a restart) as well as renewing it.
+            lost = await self.queue.take_leases(held) & live.keys()
+            marked = await self.queue.cancel_requested(list(live))
+        except _REDIS_AWAY as exc:
+            log.debug("peerwire: leases not renewed, Redis is away: %s", exc)
+        for task_id in lost:
+            log.warning("peerwire: task %s is held by another worker now; stopping here", task_id)
+            live.pop(task_id).stop(TaskState.WORKING)  # records nothing: the holder runs it
+        for task_id in marked & live.keys():
+            live.pop(task_id).stop(TaskState.CANCELED)
+        # A few loads at a time: one round trip per renewal period per held task.
+        gate = asyncio.Semaphore(_RECHECKS_AT_ONCE)
+
+        async def recheck(one: _Live) -> None:
+            async with gate:
+                record = await runner.store.load(one.ctx.task_id, tenant=one.ctx.tenant)
+            self._recheck(one, record)
+
+        async with asyncio.TaskGroup() as group:
+            for one in live.values():
+                group.create_task(recheck(one))
+        self._undelivered = {t: m for t, m in self._undelivered.items() if t in runner._live}
+        self._finished_elsewhere &= runner._live.keys()
+
+    def _recheck(self, live: _Live, record: TaskRecord | None) -> None:
+        """Act on what the store says of a live handler's task."""
+        task_id = live.ctx.task_id
+        if record is not None and record.state is TaskState.CANCELED:
+            live.stop(TaskState.CANCELED)  # a cancel that never reached us: on_cancel runs
+            return
+        if record is None or record.state in TERMINAL:
+            # Finished by another process (or deleted). The handler's own last event may be
+            # under way: act only when the next renewal finds the same.
+            if live.ctx.state not in TERMINAL:
+                if task_id in self._finished_elsewhere:
+                    live.stop(TaskState.WORKING)
+                self._finished_elsewhere.add(task_id)
+            return
+        self._finished_elsewhere.discard(task_id)
+        if not self.runner.is_waiting(task_id):
+            self._undelivered.pop(task_id, None)
+            return
+        unmet = _unmet(record, live.ctx.latest_message)
+        if not unmet:
+            self._undelivered.pop(task_id, None)
+            return
+        if self._undelivered.get(task_id) != unmet[0].message_id:
+            self._undelivered[task_id] = unmet[0].message_id
+            return
+        del self._undelivered[task_id]
+        log.warning("peerwire: task %s: delivering a follow-up found in the store", task_id)
+        if record.state in _WAITING:
+            # It asked again after the follow-up was recorded: back to work, on the record.
+            self._spawn(self._resume(live, record, unmet))
+        else:
+            self._hand_over(task_id, unmet)
+
+    async def _resume(self, live: _Live, record: TaskRecord, unmet: list[Message]) -> None:
+        try:
+            await self.runner._emit_status(record.id, record.context_id, TaskState.WORKING, None)
+        except (IllegalTransitionError, TaskNotFoundError):
+            return  # it moved on meanwhile: the next renewal looks again
+        self._hand_over(record.id, unmet)
+
+    def _hand_over(self, task_id: str, messages: list[Message]) -> None:
+        for message in messages:
+            self._deliver(task_id, message)
+
+    def _deliver(self, task_id: str, message: Message) -> None:
+        """Hand a follow-up to the live handler, unless it already has it."""
+        live = self.runner._live.get(task_id)
+        if live is None or _has(live, message):
+            return
+        try:
+            self.runner.deliver(task_id, message)
+        except ServerBusyError:
+            # Nothing lost: the follow-up is recorded; the next renewal offers it again.
+            log.warning("peerwire: at capacity, follow-up for %s not delivered", task_id)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        runner = self.runner
+        task = asyncio.get_running_loop().create_task(work)
+        runner._late_publications.add(task)
+        task.add_done_callback(runner._late_publications.discard)
 
     async def _on_control(self, message: ControlMessage) -> None:
         live = self.runner._live.get(message.task_id)
@@ -235,10 +473,7 @@ class Placement:
             live.stop(TaskState.CANCELED)
             return
         try:
-            self.runner.deliver(message.task_id, decode(message.body, Message))
-        except ServerBusyError:
-            # Nothing lost: the follow-up is recorded; the handler resumes after a restart.
-            log.warning("peerwire: at capacity, follow-up for %s not delivered", message.task_id)
+            self._deliver(message.task_id, decode(message.body, Message))
         except Exception:
             log.exception("peerwire: a follow-up for %s could not be delivered", message.task_id)
 
@@ -249,16 +484,31 @@ class Placement:
             await asyncio.sleep(self.queue.sweep_every)
             try:
                 await self.sweep()
-            except Exception:  # the store or Redis being away now is retried next period
+            except _REDIS_AWAY as exc:  # retried next period; the queue's health logs it
+                log.debug("peerwire: sweep skipped, Redis is away: %s", exc)
+            except Exception:  # the store being away now is retried next period
                 log.exception("peerwire: sweeping for unheld tasks failed")
 
     async def sweep(self) -> None:
-        """Queue again (or fail) active tasks that no worker held on two sweeps in a row."""
+        """Queue again (or fail) active tasks that no worker held on two sweeps in a row.
+
+        Both sweeps must see the same Redis, up for at least a lease's time to live: a Redis
+        that restarted empty holds no leases until their holders re-take them.
+        """
         runner = self.runner
+        life = await self.queue.life()
+        if self._life is None or life.run_id != self._life.run_id:
+            self._suspects = {}
+        self._life = life
+        if life.uptime < self.queue.lease_ttl:
+            self._suspects = {}
+            return
         active = [
             info
             for info in await runner.store.unfinished()
-            if info.state in _ACTIVE and info.task_id not in runner._live
+            if info.state in _ACTIVE
+            and info.task_id not in runner._live
+            and info.task_id not in self._holding
         ]
         unheld = await self.queue.unheld([info.task_id for info in active])
         found = {info.task_id: info for info in active if info.task_id in unheld}
@@ -269,6 +519,8 @@ class Placement:
             if self._suspects.get(task_id) is not info.state
         }
         for info in due:
+            if not await self.queue.claim_requeue(info.task_id):
+                continue  # another process's sweeper acts on it this time
             if info.state is TaskState.SUBMITTED:
                 # Never started (its job was lost): starting it is no restart.
                 await self.queue.enqueue(info.task_id, info.tenant, info.owner, "start")
@@ -281,3 +533,19 @@ class Placement:
                     )
                 except (IllegalTransitionError, TaskNotFoundError):
                     log.debug("task %s changed while being swept", info.task_id)
+
+
+def _unmet(record: TaskRecord, latest: Message) -> list[Message]:
+    """The user messages the store holds after ``latest`` (what the handler last got)."""
+    user_messages = [m for m in record.history if m.role is Role.USER]
+    for index, message in enumerate(user_messages):
+        if message.message_id == latest.message_id:
+            return user_messages[index + 1 :]
+    return []
+
+
+def _has(live: _Live, message: Message) -> bool:
+    """Whether the handler already got ``message`` (or holds it in its inbox)."""
+    if live.ctx.latest_message.message_id == message.message_id:
+        return True
+    return any(queued.message_id == message.message_id for queued, _ in live.inbox)

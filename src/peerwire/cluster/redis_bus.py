@@ -10,18 +10,28 @@ Where a subscription starts: ``subscribe`` only registers it; its first ``next(a
 (see ``bus.Subscription``) fixes the version it reads after. Callers pass the version of the
 snapshot they hold, so starting later than ``subscribe`` loses nothing.
 
+Gaps: once it knows the store (``fill_gaps_from``, which the dispatcher calls), the bus hands
+out ``catch_up.CatchingUpSubscription``s. An event Redis never got (its publisher died after
+the commit, Redis restarted empty or trimmed the stream) is then read from the store: at the
+next event, whose version skips ahead, or, for a lost last event, when a subscription has
+heard nothing for ``idle_check`` seconds (then twice as long, up to ``idle_check_max``).
+
 Reading: one reader task per bus (started by ``open``, stopped by ``close``) runs a blocking
 ``XREAD`` over the streams of every started subscription, on a connection of its own, and
 hands each entry to the local subscriptions whose position is before it. A subscription
 starting (or starting further back) wakes the reader through a wake-up stream of this bus
 instance, so it is read at once rather than after the current ``block_seconds``.
 
-Publishing: one Lua script per event appends ``v-0`` with ``MAXLEN ~ max_stream_length`` and
-sets the stream's time to live: ``stream_ttl`` while the task runs, ``terminal_ttl`` after a
-terminal event. Redis here keeps nothing on disk; the task store is the source of truth and
-the streams only carry what happens next. Two processes writing one task at once can commit
-versions 5 and 6 but publish 6 first: 5 is then appended after 6 (``6-1``, its version in field
-``v``), late but not lost, and a retried publish is recognised and not added twice.
+Publishing: one Lua script per append (``publish_many``: its events in one round trip) adds
+``v-0`` per event with ``MAXLEN ~ max_stream_length`` and sets the stream's time to live:
+``stream_ttl`` while the task runs, ``terminal_ttl`` after a terminal event. While Redis is
+away (a restart), a publish is retried with backoff for up to ``publish_retry_for`` seconds
+(the handler waits meanwhile), then fails with ``InternalError``; ``healthy`` says whether
+Redis answered the last command (readiness). Redis here keeps nothing on disk; the task
+store is the source of truth and the streams only carry what happens next. Two processes
+writing one task at once can commit versions 5 and 6 but publish 6 first: 5 is then appended
+after 6 (``6-1``, its version in field ``v``), late but not lost, and a retried publish is
+recognised and not added twice.
 
 Needs Redis 7 or later.
 """
@@ -32,10 +42,11 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Sequence
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from redis.typing import KeyT, StreamIdT
 
@@ -43,6 +54,7 @@ from ..errors import InternalError
 from ..protocol import TERMINAL
 from ..server._url_options import pop_url_option
 from ..server.bus import BusEvent, Subscription
+from ..server.catch_up import CatchingUpSubscription, EventSource
 from ..types import (
     StreamResponse,
     TaskArtifactUpdateEvent,
@@ -50,6 +62,7 @@ from ..types import (
     decode,
     encode,
 )
+from ._redis import RedisHealth, connect
 
 __all__ = ["RedisBus"]
 
@@ -60,11 +73,14 @@ EntryId = tuple[int, int]
 _Entries = list[tuple[bytes, dict[bytes, bytes]]]
 _XReadReply = list[tuple[bytes, _Entries]] | None
 
-# KEYS[1]: the task's stream. ARGV: version, body, MAXLEN, time to live in ms.
+# KEYS[1]: the task's stream. ARGV: MAXLEN, time to live in ms, then the version and body of
+# each event, in order: the events of one append go in one round trip. Returns how many were
+# appended (a retried publish appends nothing twice).
 _PUBLISH = """
-local id = ARGV[1] .. '-0'
-local added = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], id, 'e', ARGV[2])
-if type(added) == 'table' and added.err then
+local function add(version, body)
+  local id = version .. '-0'
+  local added = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], id, 'e', body)
+  if type(added) ~= 'table' or not added.err then return 1 end
   -- The stream is past this version: a retry of this very publish, or a late event (another
   -- process committed it before the stream's last one but published it after).
   if #redis.call('XRANGE', KEYS[1], id, id) > 0 then return 0 end
@@ -72,7 +88,7 @@ if type(added) == 'table' and added.err then
   for _, entry in ipairs(recent) do
     local fields = entry[2]
     for i = 1, #fields, 2 do
-      if fields[i] == 'v' and fields[i + 1] == ARGV[1] then return 0 end
+      if fields[i] == 'v' and fields[i + 1] == version then return 0 end
     end
   end
   local info = redis.call('XINFO', 'STREAM', KEYS[1])
@@ -81,11 +97,13 @@ if type(added) == 'table' and added.err then
     if info[i] == 'last-generated-id' then last = info[i + 1] end
   end
   local ms = string.match(last, '^(%d+)-')
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], ms .. '-*', 'e', ARGV[2], 'v', ARGV[1])
-  return 2
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], ms .. '-*', 'e', body, 'v', version)
+  return 1
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return 1
+local appended = 0
+for i = 3, #ARGV, 2 do appended = appended + add(ARGV[i], ARGV[i + 1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return appended
 """
 
 _RETRY_FIRST_S = 0.05
@@ -118,7 +136,10 @@ class RedisBus:
     ``max_stream_length`` entries, which bounds how far behind a subscriber may start; they
     expire ``stream_ttl`` seconds after their last event, or ``terminal_ttl`` seconds after the
     task's terminal one. ``socket_timeout`` bounds every other Redis command, and the wait
-    for one of the ``max_connections`` pooled connections publishing uses.
+    for one of the ``max_connections`` pooled connections publishing uses;
+    ``publish_retry_for`` how long a publish waits for a Redis that is away.
+    ``idle_check`` and ``idle_check_max``: how long a subscription hears nothing before it
+    asks the store whether its task moved on without it, at first and at most (see above).
     """
 
     def __init__(
@@ -133,6 +154,9 @@ class RedisBus:
         terminal_ttl: float = 300.0,
         socket_timeout: float = 10.0,
         max_connections: int = 32,
+        publish_retry_for: float = 30.0,
+        idle_check: float = 5.0,
+        idle_check_max: float = 60.0,
     ) -> None:
         if not prefix or any(c.isspace() for c in prefix):
             raise ValueError(f"prefix must be a non-empty name without spaces, got {prefix!r}")
@@ -140,8 +164,10 @@ class RedisBus:
             raise ValueError("block_seconds and socket_timeout must be positive")
         if read_count < 1 or max_stream_length < 1 or max_connections < 1:
             raise ValueError("read_count, max_stream_length and max_connections must be >= 1")
-        if stream_ttl <= 0 or terminal_ttl <= 0:
-            raise ValueError("stream_ttl and terminal_ttl must be positive")
+        if stream_ttl <= 0 or terminal_ttl <= 0 or publish_retry_for <= 0:
+            raise ValueError("stream_ttl, terminal_ttl and publish_retry_for must be positive")
+        if not 0 < idle_check <= idle_check_max:
+            raise ValueError("need 0 < idle_check <= idle_check_max")
         self.url = url
         self.prefix = prefix
         self.block_seconds = block_seconds
@@ -151,6 +177,12 @@ class RedisBus:
         self.terminal_ttl = terminal_ttl
         self.socket_timeout = socket_timeout
         self.max_connections = max_connections
+        self.publish_retry_for = publish_retry_for
+        self.idle_check = idle_check
+        self.idle_check_max = idle_check_max
+        # Where subscriptions fill what Redis lost (``fill_gaps_from``): the task store.
+        self._source: EventSource | None = None
+        self.health = RedisHealth(f"the event bus at {_where(url)}")
         self._client: Redis | None = None
         self._reader: Redis | None = None
         self._publish: Any = None  # redis-py's AsyncScript, typed loosely by redis-py
@@ -184,20 +216,15 @@ class RedisBus:
             raise RuntimeError("this RedisBus was closed; create a new one")
         # Blocking: under a burst of publishes, wait (up to socket_timeout) for a connection
         # rather than fail at the pool's limit.
-        pool = BlockingConnectionPool.from_url(
-            self.url,
-            max_connections=self.max_connections,
-            timeout=self.socket_timeout,
-            socket_timeout=self.socket_timeout,
-            socket_connect_timeout=self.socket_timeout,
+        client = connect(
+            self.url, socket_timeout=self.socket_timeout, max_connections=self.max_connections
         )
-        client = Redis.from_pool(pool)  # the client owns the pool: aclose() closes both
         # Its own connection: a blocking XREAD would hold a pooled one for block_seconds.
-        reader = Redis.from_url(
+        reader = connect(
             self.url,
-            single_connection_client=True,
             socket_timeout=self.block_seconds + self.socket_timeout,
-            socket_connect_timeout=self.socket_timeout,
+            connect_timeout=self.socket_timeout,
+            single_connection=True,
         )
         try:
             await client.ping()
@@ -241,17 +268,39 @@ class RedisBus:
         await self.close()
 
     @property
+    def healthy(self) -> bool:
+        """Whether Redis answered this bus's last command (False during an outage)."""
+        return self.health.healthy
+
+    @property
     def followed_tasks(self) -> int:
         """How many task streams this bus reads for its subscriptions."""
         return len(self._followed)
 
     # -- EventBus ---------------------------------------------------------------------------
 
+    def fill_gaps_from(self, source: EventSource) -> None:
+        """Fill what Redis lost from ``source`` (the task store) in every subscription opened
+        from now on (``catch_up.GapFilling``)."""
+        self._source = source
+
     def subscribe(self, task_id: str) -> Subscription:
         if self._client is None:
             raise RuntimeError("the RedisBus is not open (call open() first)")
         key = self.stream_key(task_id)
-        subscription = Subscription(task_id, self._remove, self._start)
+        source = self._source
+        subscription = (
+            Subscription(task_id, self._remove, self._start)
+            if source is None
+            else CatchingUpSubscription(
+                task_id,
+                source,
+                self._remove,
+                self._start,
+                idle_check=self.idle_check,
+                idle_check_max=self.idle_check_max,
+            )
+        )
         followed = self._followed.get(key)
         if followed is None:
             followed = self._followed[key] = _Followed(key)
@@ -259,17 +308,31 @@ class RedisBus:
         return subscription
 
     async def publish(self, task_id: str, version: int, event: BusEvent) -> None:
+        await self.publish_many(task_id, version, (event,))
+
+    async def publish_many(
+        self, task_id: str, first_version: int, events: Sequence[BusEvent]
+    ) -> None:
+        """``publish`` of consecutive events (``first_version`` on), in one round trip: what
+        the runner uses for the events of one append."""
         if self._publish is None:
             raise RuntimeError("the RedisBus is not open (call open() first)")
-        if version < 1:
-            raise ValueError(f"an event's version is at least 1, got {version}")
-        terminal = isinstance(event, TaskStatusUpdateEvent) and event.status.state in TERMINAL
+        if first_version < 1:
+            raise ValueError(f"an event's version is at least 1, got {first_version}")
+        if not events:
+            return
+        last = events[-1]
+        terminal = isinstance(last, TaskStatusUpdateEvent) and last.status.state in TERMINAL
         ttl = self.terminal_ttl if terminal else self.stream_ttl
-        body = encode(_wrap(event))
+        args: list[int | bytes] = [self.max_stream_length, round(ttl * 1000)]
+        for version, event in enumerate(events, first_version):
+            args += (version, encode(_wrap(event)))
+        version = first_version + len(events) - 1
+        script, keys = self._publish, [self.stream_key(task_id)]
         try:
-            await self._publish(
-                keys=[self.stream_key(task_id)],
-                args=[version, body, self.max_stream_length, round(ttl * 1000)],
+            # Retrying is safe: the script recognises a version it already appended.
+            await self.health.call(
+                lambda: script(keys=keys, args=args), within=self.publish_retry_for
             )
         except (RedisError, OSError) as exc:
             raise InternalError(
@@ -309,12 +372,14 @@ class RedisBus:
             try:
                 await self._read_once(reader)
             except (RedisError, OSError) as exc:
+                self.health.failed(exc)  # readiness: the bus is away
                 if not failing:
                     log.warning("peerwire: reading the Redis event bus failed, retrying: %s", exc)
             except Exception:  # a bug must not silently end every subscription's events
                 log.exception("peerwire: the Redis event bus reader failed, retrying")
             else:
                 if failing:
+                    self.health.ok()
                     log.warning("peerwire: reading the Redis event bus works again")
                 failing, delay = False, _RETRY_FIRST_S
                 continue
@@ -357,7 +422,7 @@ class RedisBus:
                     pipe.xadd(self._wake_key, {"w": b""}, maxlen=1, approximate=False)
                     pipe.pexpire(self._wake_key, _WAKE_TTL_MS)
                     await pipe.execute()
-            except (RedisError, OSError) as exc:
+            except Exception as exc:  # RuntimeError too: a connection Redis closed (uvloop)
                 # Not lost: the reader includes the subscription after its current block.
                 log.debug("peerwire: waking the Redis bus reader failed: %s", exc)
 

@@ -11,12 +11,19 @@ Three Redis structures under the bus's ``prefix``:
   it waits in ``ask``), with a time to live of ``lease_ttl`` seconds that the holder renews
   every ``lease_ttl / 3``. A lease that expires means its worker is gone.
 - ``{prefix}:control``, a pub/sub channel: ``cancel`` and ``deliver`` (a follow-up message)
-  for the handler of a task, acted on by whichever process holds its lease.
+  for the handler of a task, acted on by whichever process holds its lease. Pub/sub is the
+  fast path only (at most once): a cancel also leaves ``{prefix}:cancel:{task_id}``, which
+  the holder checks at every renewal and a new holder before it starts the handler, and
+  the placement re-checks its handlers against the store (see placement.py).
 
-Redis keeps nothing on disk here. What a Redis restart loses (queued jobs, leases) the store
-still knows: the runner's sweeper, every ``sweep_every`` seconds, re-queues (or fails, per the
-agent's ``on_restart``) active tasks that nobody holds, and live workers re-take their leases
-at their next renewal.
+Redis keeps nothing on disk here. What a Redis restart loses (queued jobs, leases, cancel
+marks) the store still knows: the runner's sweeper, every ``sweep_every`` seconds, re-queues
+(or fails, per the agent's ``on_restart``) active tasks that nobody holds, and live workers
+re-take their leases as soon as Redis answers again.
+
+Every operation is retried with backoff while Redis is away, for up to ``retry_for`` seconds,
+then raises ``RedisUnavailableError`` (an ``OSError``); ``healthy`` says whether Redis
+answered the last one (readiness).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import logging
 import os
 import secrets
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -35,8 +43,9 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
 from ..server._url_options import pop_url_option
+from ._redis import RedisHealth, RedisUnavailableError, connect, is_outage
 
-__all__ = ["ControlMessage", "Job", "JobKind", "RedisWorkQueue"]
+__all__ = ["ControlMessage", "Job", "JobKind", "RedisUnavailableError", "RedisWorkQueue"]
 
 log = logging.getLogger("peerwire.queue.redis")
 
@@ -84,6 +93,15 @@ return 0
 """
 
 _RETRY_S = 0.5
+_RETRY_MAX_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class RedisLife:
+    """Which Redis server answers (its ``run_id`` changes when it restarts) and since when."""
+
+    run_id: str
+    uptime: float
 
 
 class RedisWorkQueue:
@@ -93,7 +111,8 @@ class RedisWorkQueue:
     ``lease_ttl`` (how soon a dead worker's tasks are noticed), ``reclaim_idle`` (how long a
     job read by a dead consumer waits before another takes it), ``sweep_every`` (how often
     the store is compared with the leases; a task is acted on when two sweeps in a row find it
-    active and unheld), ``block_seconds`` (longest wait of one read).
+    active and unheld), ``block_seconds`` (longest wait of one read), ``retry_for`` (how
+    long an operation waits for a Redis that is away before it fails).
     """
 
     def __init__(
@@ -108,6 +127,7 @@ class RedisWorkQueue:
         sweep_every: float = 30.0,
         block_seconds: float = 2.0,
         socket_timeout: float = 10.0,
+        retry_for: float = 5.0,
     ) -> None:
         if not prefix or any(c.isspace() for c in prefix):
             raise ValueError(f"prefix must be a non-empty name without spaces, got {prefix!r}")
@@ -117,6 +137,7 @@ class RedisWorkQueue:
             ("sweep_every", sweep_every),
             ("block_seconds", block_seconds),
             ("socket_timeout", socket_timeout),
+            ("retry_for", retry_for),
         ):
             if value <= 0:
                 raise ValueError(f"{name} must be positive, got {value}")
@@ -129,6 +150,10 @@ class RedisWorkQueue:
         self.sweep_every = sweep_every
         self.block_seconds = block_seconds
         self.socket_timeout = socket_timeout
+        self.retry_for = retry_for
+        # A cancel mark outlives the cancel's wait for the holder and a resume elsewhere.
+        self.cancel_mark_ttl = max(60.0, 4 * lease_ttl)
+        self.health = RedisHealth(f"the work queue on {prefix!r}")
         self.jobs_key = f"{prefix}:jobs"
         self.control_channel = f"{prefix}:control"
         self._client: Redis | None = None
@@ -136,6 +161,7 @@ class RedisWorkQueue:
         self._take: Any = None
         self._release: Any = None
         self._group_ready = False
+        self._next_reclaim = 0.0  # when ``read`` next looks for jobs a dead consumer left
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisWorkQueue:
@@ -148,21 +174,27 @@ class RedisWorkQueue:
     def lease_key(self, task_id: str) -> str:
         return f"{self.prefix}:lease:{task_id}"
 
+    def cancel_key(self, task_id: str) -> str:
+        return f"{self.prefix}:cancel:{task_id}"
+
+    @property
+    def healthy(self) -> bool:
+        """Whether Redis answered the queue's last command (False during an outage)."""
+        return self.health.healthy
+
     # -- lifetime -------------------------------------------------------------------------
 
     async def open(self) -> None:
         """Connect. Fails (``OSError``) if Redis cannot be reached."""
         if self._client is not None:
             return
-        client = Redis.from_url(
-            self.url, socket_timeout=self.socket_timeout, socket_connect_timeout=self.socket_timeout
-        )
+        client = connect(self.url, socket_timeout=self.socket_timeout)
         # Its own connection: a blocking XREADGROUP would hold a pooled one.
-        reader = Redis.from_url(
+        reader = connect(
             self.url,
-            single_connection_client=True,
             socket_timeout=self.block_seconds + self.socket_timeout,
-            socket_connect_timeout=self.socket_timeout,
+            connect_timeout=self.socket_timeout,
+            single_connection=True,
         )
         try:
             await client.ping()
@@ -187,29 +219,55 @@ class RedisWorkQueue:
             raise RuntimeError("the RedisWorkQueue is not open (call open() first)")
         return self._client
 
+    async def _call(self, operation: Callable[[], Awaitable[Any]]) -> Any:
+        return await self.health.call(operation, within=self.retry_for)
+
+    async def life(self) -> RedisLife:
+        """Which Redis answers, and how long it has been up (a restart changes both)."""
+        info = await self._call(lambda: self._redis().info("server"))
+        return RedisLife(str(info.get("run_id", "")), float(info.get("uptime_in_seconds", 0)))
+
     # -- jobs -----------------------------------------------------------------------------
 
     async def enqueue(self, task_id: str, tenant: str, owner: str, kind: JobKind) -> None:
+        """Queue a job (retried while Redis is away; a duplicate job is harmless)."""
         fields = {"task": task_id, "tenant": tenant, "owner": owner, "kind": kind}
-        await self._redis().xadd(self.jobs_key, fields)  # type: ignore[arg-type]
+        client = self._redis()
+        await self._call(lambda: client.xadd(self.jobs_key, fields))  # type: ignore[arg-type]
 
     async def read(self, count: int) -> list[Job]:
         """Up to ``count`` jobs: first those a dead consumer left pending, then new ones
-        (waiting up to ``block_seconds`` for one)."""
+        (waiting up to ``block_seconds`` for one). Raises what Redis raises (not retried:
+        the caller's loop is the retry)."""
+        try:
+            jobs = await self._read(count)
+        except Exception as exc:
+            if is_outage(exc):
+                self.health.failed(exc)
+            raise
+        self.health.ok()
+        return jobs
+
+    async def _read(self, count: int) -> list[Job]:
         client, reader = self._redis(), self._reader
         assert reader is not None
         await self._ensure_group(client)
         try:
-            reclaimed = await client.xautoclaim(
-                self.jobs_key,
-                self.group,
-                self.consumer,
-                min_idle_time=round(self.reclaim_idle * 1000),
-                count=count,
-            )
-            entries = cast(list[tuple[bytes, dict[bytes, bytes]]], reclaimed[1])
-            if entries:
-                return await self._jobs(entries, reclaimed=True)
+            # Jobs a dead consumer left become claimable only after reclaim_idle: looking for
+            # them a few times per reclaim_idle is enough (not a round trip per read).
+            now = time.monotonic()
+            if now >= self._next_reclaim:
+                reclaimed = await client.xautoclaim(
+                    self.jobs_key,
+                    self.group,
+                    self.consumer,
+                    min_idle_time=round(self.reclaim_idle * 1000),
+                    count=count,
+                )
+                entries = cast(list[tuple[bytes, dict[bytes, bytes]]], reclaimed[1])
+                if entries:  # maybe more of them: look again at the next read
+                    return await self._jobs(entries, reclaimed=True)
+                self._next_reclaim = now + self.reclaim_idle / 4
             reply = await reader.xreadgroup(
                 self.group,
                 self.consumer,
@@ -241,7 +299,23 @@ class RedisWorkQueue:
 
     async def ack(self, job: Job) -> None:
         if job.entry_id:
-            await self._redis().xack(self.jobs_key, self.group, job.entry_id)
+            client = self._redis()
+            await self._call(lambda: client.xack(self.jobs_key, self.group, job.entry_id))
+
+    async def ack_and_check_cancel(self, job: Job) -> bool:
+        """``ack(job)`` and whether its task is marked to be canceled, in one round trip
+        (a worker taking a job does both right after reading the task)."""
+        client, key = self._redis(), self.cancel_key(job.task_id)
+
+        async def run() -> list[Any]:
+            async with client.pipeline(transaction=False) as pipe:
+                if job.entry_id:
+                    pipe.xack(self.jobs_key, self.group, job.entry_id)
+                pipe.exists(key)
+                return await pipe.execute()
+
+        replies = await self._call(run)
+        return bool(replies[-1])
 
     async def _ensure_group(self, client: Redis) -> None:
         if self._group_ready:
@@ -260,41 +334,86 @@ class RedisWorkQueue:
 
     async def take_lease(self, task_id: str) -> bool:
         """Hold ``task_id`` for this worker (or keep holding it); False if another does."""
-        held = await self._take(
-            keys=[self.lease_key(task_id)], args=[self.consumer, round(self.lease_ttl * 1000)]
-        )
-        return bool(held)
+        take, keys = self._take, [self.lease_key(task_id)]
+        args = [self.consumer, round(self.lease_ttl * 1000)]
+        return bool(await self._call(lambda: take(keys=keys, args=args)))
+
+    async def take_leases(self, task_ids: list[str]) -> set[str]:
+        """``take_lease`` for each of ``task_ids`` in one round trip: those another holds."""
+        if not task_ids:
+            return set()
+        take, ttl = self._take, round(self.lease_ttl * 1000)
+
+        async def run() -> list[Any]:
+            async with self._redis().pipeline(transaction=False) as pipe:
+                for task_id in task_ids:
+                    keys = [self.lease_key(task_id)]
+                    await take(keys=keys, args=[self.consumer, ttl], client=pipe)
+                return await pipe.execute()
+
+        held = await self._call(run)
+        return {task_id for task_id, ok in zip(task_ids, held, strict=True) if not ok}
 
     async def release_lease(self, task_id: str) -> None:
-        await self._release(keys=[self.lease_key(task_id)], args=[self.consumer])
+        release, keys = self._release, [self.lease_key(task_id)]
+        await self._call(lambda: release(keys=keys, args=[self.consumer]))
 
     async def lease_holder(self, task_id: str) -> str | None:
-        holder = await self._redis().get(self.lease_key(task_id))
+        client = self._redis()
+        holder = await self._call(lambda: client.get(self.lease_key(task_id)))
         return None if holder is None else cast(bytes, holder).decode()
 
     async def unheld(self, task_ids: list[str]) -> set[str]:
         """Which of ``task_ids`` no worker holds."""
         if not task_ids:
             return set()
-        holders = await self._redis().mget([self.lease_key(t) for t in task_ids])
+        client = self._redis()
+        holders = await self._call(lambda: client.mget([self.lease_key(t) for t in task_ids]))
         return {task_id for task_id, holder in zip(task_ids, holders, strict=True) if not holder}
 
     # -- control ----------------------------------------------------------------------------
 
     async def send_control(self, message: ControlMessage) -> None:
         payload = f"{message.action} {message.task_id} ".encode() + message.body
-        await self._redis().publish(self.control_channel, payload)
+        client = self._redis()
+        await self._call(lambda: client.publish(self.control_channel, payload))
+
+    async def request_cancel(self, task_id: str) -> None:
+        """Mark ``task_id`` to be canceled (for whoever holds it now or later), then tell the
+        holder at once over the control channel."""
+        client = self._redis()
+        ttl = round(self.cancel_mark_ttl * 1000)
+        await self._call(lambda: client.set(self.cancel_key(task_id), 1, px=ttl))
+        await self.send_control(ControlMessage("cancel", task_id))
+
+    async def claim_requeue(self, task_id: str) -> bool:
+        """Whether this process is the one to queue ``task_id`` again now (every process's
+        sweeper finds the same unheld tasks: one job each is enough)."""
+        client = self._redis()
+        key, ttl = f"{self.prefix}:requeued:{task_id}", round(self.sweep_every * 1000)
+        return bool(await self._call(lambda: client.set(key, self.consumer, px=ttl, nx=True)))
+
+    async def cancel_requested(self, task_ids: list[str]) -> set[str]:
+        """Which of ``task_ids`` are marked to be canceled."""
+        if not task_ids:
+            return set()
+        client = self._redis()
+        marks = await self._call(lambda: client.mget([self.cancel_key(t) for t in task_ids]))
+        return {task_id for task_id, mark in zip(task_ids, marks, strict=True) if mark}
 
     async def listen_control(
         self, handle: Callable[[ControlMessage], Awaitable[None]], ready: asyncio.Event
     ) -> None:
         """Hand every control message to ``handle`` until cancelled; ``ready`` is set once
-        subscribed (and again after a reconnection)."""
+        subscribed (and again after a reconnection). Messages published while it was not
+        subscribed are lost: the placement's re-checks cover them."""
+        wait = _RETRY_S
         while True:
             pubsub = self._redis().pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(self.control_channel)
                 ready.set()
+                wait = _RETRY_S
                 while True:
                     raw = await pubsub.get_message(timeout=self.block_seconds)
                     if raw is None:
@@ -302,12 +421,16 @@ class RedisWorkQueue:
                     message = _control(raw.get("data"))
                     if message is not None:
                         await handle(message)
-            except (RedisError, OSError) as exc:
-                log.warning("peerwire: the control channel failed, reconnecting: %s", exc)
+            except Exception as exc:  # never end the loop: it runs in the runner's task group
+                if is_outage(exc):
+                    self.health.failed(exc)
+                else:
+                    log.warning("peerwire: the control channel failed, reconnecting: %s", exc)
             finally:
                 with contextlib.suppress(RedisError, OSError):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
-            await asyncio.sleep(_RETRY_S)
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, _RETRY_MAX_S)
 
 
 def _job(entry_id: bytes, fields: dict[bytes, bytes], reclaimed: bool) -> Job | None:

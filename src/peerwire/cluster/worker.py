@@ -33,6 +33,8 @@ async def run_worker(
     shutdown_grace: float = 10.0,
 ) -> None:
     """Run ``agent``'s tasks from ``queue`` until ``stop`` is set."""
+    from .placement import Placement  # the "redis" extra, as the queue is
+
     await store.open()
     try:
         await bus.open()
@@ -43,8 +45,7 @@ async def run_worker(
                 bus,
                 max_working=max_working,
                 shutdown_grace=shutdown_grace,
-                queue=queue,
-                consume=True,
+                placement=Placement(queue, consume=True),
             )
             async with runner:
                 await runner.recover()

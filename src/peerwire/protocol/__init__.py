@@ -6,7 +6,7 @@ folding events into tasks (``fold``), ``historyLength`` (``history``), ListTasks
 (``paging``) and service-parameter negotiation (``negotiation``).
 """
 
-from .continuation import Continue, NewTask, resolve_continuation
+from .continuation import Continue, NewTask, no_longer_waiting, resolve_continuation
 from .fold import Event, TaskRecord, fold_events
 from .history import check_history_length, trim_history
 from .negotiation import (
@@ -53,6 +53,7 @@ __all__ = [
     "is_interrupted",
     "is_terminal",
     "list_query",
+    "no_longer_waiting",
     "parse_extensions",
     "resolve_continuation",
     "select_page",

@@ -1,4 +1,4 @@
-"""Which task an incoming message belongs to (facts §4.3): a new one, or one it continues."""
+"""Which task an incoming message belongs to: a new one, or one it continues."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from ..errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperation
 from ..types import Message, TaskState
 from .states import TERMINAL
 
-__all__ = ["Continue", "NewTask", "resolve_continuation"]
+__all__ = ["Continue", "NewTask", "no_longer_waiting", "resolve_continuation"]
 
 
 # Structs rather than frozen dataclasses: one is built per message, and a frozen dataclass
@@ -57,3 +57,18 @@ def resolve_continuation(
             metadata={"taskId": message.task_id},
         )
     return Continue(task_id=message.task_id, context_id=context_id)
+
+
+def no_longer_waiting(task_id: str, state: TaskState) -> UnsupportedOperationError:
+    """The refusal of a message that answers a question another message answered first.
+
+    A task waiting for its caller (INPUT_REQUIRED, AUTH_REQUIRED) takes one answer: the first
+    recorded wins (a compare-and-swap on the task's version), and a message that finds the
+    task no longer waiting for it (``state`` now) gets this, the error for a message a task
+    cannot take in its current state, as a message to a terminal task does.
+    """
+    return UnsupportedOperationError(
+        f"Task {task_id} is no longer waiting for input: another message answered it first, "
+        f"and it is {state.value} now",
+        metadata={"taskId": task_id, "state": state.value},
+    )

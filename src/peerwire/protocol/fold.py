@@ -1,4 +1,4 @@
-"""Folding status and artifact events into a task (facts §5.6).
+"""Folding status and artifact events into a task.
 
 ``TaskRecord`` is the mutable per-task aggregate the runner and the stores keep: an event is
 applied in place (a streamed chunk never copies the whole task), and ``snapshot()`` yields the

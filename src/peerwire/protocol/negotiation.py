@@ -1,4 +1,4 @@
-"""Service parameters (facts §8, §11.2): ``A2A-Version`` and ``A2A-Extensions``."""
+"""Service parameters (A2A spec §3.2.6, §3.6, §4.6): ``A2A-Version`` and ``A2A-Extensions``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = "1.0"
-# Major.Minor with an optional, ignored patch (facts §8.2); "1" alone is not a version.
+# Major.Minor with an optional, ignored patch (A2A spec §3.6); "1" alone is not a version.
 _VERSION = re.compile(r"(?P<major>\d+)\.(?P<minor>\d+)(?:\.\d+)?")
 
 

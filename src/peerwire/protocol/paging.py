@@ -1,4 +1,4 @@
-"""ListTasks rules (facts §2.3 (4)): validation, filtering, ordering and opaque page tokens.
+"""ListTasks rules (A2A spec §3.1.4): validation, filtering, ordering and opaque page tokens.
 
 Tasks are ordered by status timestamp, newest first, ties broken by task id (descending) so
 the order is total. A page token is the position of the last task of the previous page:

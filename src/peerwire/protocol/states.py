@@ -1,6 +1,6 @@
-"""The task state machine: the one place that knows which state may follow which (facts §4).
+"""The task state machine: the one place that knows which state may follow which.
 
-The spec publishes no formal table; this one is what its text implies (facts §4.2): a task may
+The spec publishes no formal table; this one is what its text implies: a task may
 be created in any real state, active and interrupted tasks may move to any non-initial state
 (and repeat their own, for a new status message), and terminal is terminal.
 """
@@ -78,10 +78,10 @@ def check_transition(current: TaskState | None, new: TaskState, task_id: str = "
 
 
 def ends_blocking_wait(state: TaskState) -> bool:
-    """A blocking SendMessage returns once the task is terminal or interrupted (facts §5.2)."""
+    """A blocking SendMessage returns once the task is terminal or interrupted (A2A spec §3.2.2)."""
     return state in TERMINAL or state in INTERRUPTED
 
 
 def closes_stream(state: TaskState) -> bool:
-    """A stream closes at a terminal state and at INPUT_REQUIRED, not at AUTH_REQUIRED (E8)."""
+    """A stream closes at a terminal state and at INPUT_REQUIRED, not at AUTH_REQUIRED."""
     return state in TERMINAL or state is S.INPUT_REQUIRED

@@ -1,10 +1,11 @@
-"""Push notifications as they travel between an agent and a webhook (facts §10).
+"""Push notifications as they travel between an agent and a webhook (A2A spec §4.3, §13.2).
 
 The wire format (headers, JWT claims, the JWKS path) is in ``_wire``'s docstring. Receivers
 use ``verify_notification`` / ``NotificationVerifier`` (``receiver``); agents sign with
 ``NotificationSigner`` (``signing``), which ``create_app(push=PushSettings(signing_key=...))``
-sets up. The signing and JWT-checking parts need the ``security`` extra (joserfc) and are
-imported on first use.
+sets up (``peerwire.PushSettings``; the SSRF guard and the DNS resolver types are in
+``peerwire.server``). The signing and JWT-checking parts need the ``security`` extra
+(joserfc) and are imported on first use.
 """
 
 from __future__ import annotations

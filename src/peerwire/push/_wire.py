@@ -1,4 +1,4 @@
-"""How a push notification travels (facts §10.2): its headers, its body, its signed JWT.
+"""How a push notification travels (A2A spec §4.3.3): its headers, its body, its signed JWT.
 
 One notification is one HTTP ``POST`` to the webhook URL whose body is a ProtoJSON
 ``StreamResponse`` (``Content-Type: application/a2a+json``) with these headers:
@@ -7,7 +7,7 @@ One notification is one HTTP ``POST`` to the webhook URL whose body is a ProtoJS
     The notification's id, the same on every attempt and after restarts: receivers
     acknowledge (2xx) and deduplicate by it, since delivery is at-least-once.
 ``X-A2A-Notification-Token``
-    The config's ``token``, when it has one (facts erratum E16).
+    The config's ``token``, when it has one (as A2A 1.0.0 and the a2a-sdk send it).
 ``Authorization``
     ``<scheme> <credentials>`` from the config's ``authentication``, when it has one.
 ``X-A2A-Notification-JWT``

@@ -11,8 +11,8 @@ handled what comes back; delivery is at-least-once, so deduplicate by the
         expected_task_ids={"the task id"},
     )
 
-Checked, in this order (facts §10.3: a receiver MUST authenticate notifications and MUST
-check the task id, erratum E17):
+Checked, in this order (a receiver MUST authenticate notifications and MUST check the task
+id: A2A spec §4.3.3, where §13.2 only says SHOULD):
 
 1. ``token``: the ``X-A2A-Notification-Token`` header equals it.
 2. ``authorization``: the ``Authorization`` header equals it (``"Bearer <credentials>"``, as
@@ -84,7 +84,7 @@ class NotificationVerifier:
         if token is None and authorization is None and jwks is None and jwks_url is None:
             raise ValueError(
                 "give token=, authorization=, jwks= or jwks_url=: a notification must be "
-                "authenticated (facts §10.3)"
+                "authenticated (A2A spec §4.3.3)"
             )
         if jwks is not None and jwks_url is not None:
             raise ValueError("give jwks= or jwks_url=, not both")

@@ -1,7 +1,7 @@
 """``Authenticator``: a request's credentials against the card's security requirements.
 
 The card's ``securityRequirements`` are alternatives (OR); the schemes inside one alternative
-must all be satisfied (AND), each with the scopes it lists (facts §9.5). The authenticator
+must all be satisfied (AND), each with the scopes it lists (A2A spec §4.5). The authenticator
 takes the alternatives in card order, asking each scheme's verifier about the request at most
 once, and stops at the first alternative that is fully satisfied. Its principal is the one
 established by the alternative's first scheme, with the scopes of all of them.

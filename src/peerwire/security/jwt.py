@@ -142,7 +142,7 @@ class JWTValidator:
             return await self.jwks.keys(refresh=refresh)
         except FetchError as exc:
             log.warning("peerwire: cannot check tokens, the issuer's keys are unavailable: %s", exc)
-            # Not the caller's fault, and temporary: not a 401 (facts §7.3, "System").
+            # Not the caller's fault, and temporary: not a 401 (A2A spec §3.3.2).
             raise ServerBusyError(
                 "The token cannot be checked now: the issuer's keys are unavailable; retry later"
             ) from None

@@ -1,10 +1,18 @@
-"""Hosting agents: the Agent API, the task runner, stores, the event bus and the ASGI app."""
+"""Hosting agents: the Agent API, the task runner, stores, the event bus and the ASGI app.
 
-from .agent import Agent, AgentExecutor, Skill, default_router
+Push notifications are configured with ``PushSettings`` (``create_app(push=...)``); its
+``resolver`` is a ``Resolver`` (``system_resolver`` is the default one; a resolver that finds
+no address raises ``UnresolvableHost``). ``WebhookGuard`` is the SSRF check the server
+applies to every webhook URL, usable on its own (``WebhookRefused`` says why a URL is not).
+"""
+
+from .agent import Agent, AgentExecutor, Skill, Validator, default_router
 from .app import Listening, create_app, serve
 from .asgi import A2AApp
 from .context import Caller, TaskContext
 from .dispatch import CallContext, Dispatcher, TaskStream
+from .push import PushSettings
+from .ssrf import Resolver, UnresolvableHost, WebhookGuard, WebhookRefused, system_resolver
 
 __all__ = [
     "A2AApp",
@@ -14,10 +22,17 @@ __all__ = [
     "Caller",
     "Dispatcher",
     "Listening",
+    "PushSettings",
+    "Resolver",
     "Skill",
     "TaskContext",
     "TaskStream",
+    "UnresolvableHost",
+    "Validator",
+    "WebhookGuard",
+    "WebhookRefused",
     "create_app",
     "default_router",
     "serve",
+    "system_resolver",
 ]

@@ -5,7 +5,13 @@ A skill's parameters say what it receives, by annotation: ``str`` the message's 
 Its return value is its result: ``str`` a text artifact, ``dict``/``list`` a data artifact,
 ``None`` when the skill finished the task itself through the context. A skill annotated to
 return ``Message`` is a *message skill*: it answers with a direct message and creates no task.
-Raising fails the task with the exception's message.
+Raising fails the task with the exception's message. A message skill has no task to fail:
+one that raises an ``A2AError`` (``raise InvalidParamsError("...")``) answers with that error;
+any other exception answers ``InternalError``, its text logged but not sent.
+
+Validators (``Agent(validate=...)``, ``@agent.validate``, ``max_text_chars``) check every
+incoming message before anything happens: before a task is created or a follow-up recorded,
+before a message skill runs. One that raises an ``A2AError`` refuses the message with it.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..errors import InvalidParamsError
+from ..errors import FieldViolation, InvalidParamsError
 from ..types import (
     AgentCapabilities,
     AgentCard,
@@ -29,12 +35,17 @@ from ..types import (
     SecurityScheme,
     StringList,
 )
-from .context import TaskContext
+from .context import Caller, TaskContext
 
-__all__ = ["Agent", "AgentExecutor", "Router", "Skill", "default_router"]
+__all__ = ["Agent", "AgentExecutor", "Router", "Skill", "Validator", "default_router"]
 
 Router = Callable[[Message], str | None]
 RestartPolicy = Literal["fail", "resume"]
+
+Validator = Callable[[Message, Caller], Awaitable[None] | None]
+"""``validate(message, caller)``, a plain or an async function: returns to accept the
+message, raises an ``A2AError`` (``InvalidParamsError``, ``ContentTypeNotSupportedError``,
+``PermissionDeniedError``, ...) to refuse it with that error."""
 
 
 class AgentExecutor(Protocol):
@@ -115,7 +126,18 @@ class Agent:
         router: Router | None = None,
         task_timeout: float | None = None,
         on_restart: RestartPolicy = "fail",
+        validate: Validator | None = None,
+        max_text_chars: int | None = None,
     ) -> None:
+        """``task_timeout``: seconds a skill may work on a task (not counting waits in
+        ``ctx.ask``) before the task fails (its ``on_cancel`` hook runs first); for a
+        message skill, before the send answers ``InternalError``.
+
+        ``validate`` checks every incoming message before a task is created or a follow-up
+        recorded (a ``Validator``; ``@agent.validate`` adds more). ``max_text_chars``
+        refuses a message with more characters of text than that, in all its text parts
+        together, with ``InvalidParamsError`` (checked first, through the same hook).
+        """
         self.name = name
         self.description = description or name
         self.version = version
@@ -134,6 +156,12 @@ class Agent:
         self.on_restart: RestartPolicy = on_restart
         self._router: Router | None = router
         self._skills: dict[str, Skill] = {}
+        self.validators: tuple[Validator, ...] = ()
+        """What ``validate`` added, run in that order on every incoming message."""
+        if max_text_chars is not None:
+            self.validate(_text_limit(max_text_chars))
+        if validate is not None:
+            self.validate(validate)
         if executor is not None:
             self.add_executor(executor)
 
@@ -216,7 +244,10 @@ class Agent:
     ) -> Callable[
         [Callable[[TaskContext], Awaitable[None]]], Callable[[TaskContext], Awaitable[None]]
     ]:
-        """Register a cleanup hook run after a skill's handler is cancelled."""
+        """Register a cleanup hook, run once when the skill's handler is stopped before it
+        finished: by CancelTask (then the task is CANCELED) or by the agent's
+        ``task_timeout`` (then it FAILED). It runs after the handler stopped, before that
+        state is recorded, within 5 s; it may still emit through the context."""
 
         def register(
             hook: Callable[[TaskContext], Awaitable[None]],
@@ -226,10 +257,26 @@ class Agent:
                 raise ValueError(
                     f"on_cancel: no skill {skill_id!r} is declared (yet); declare it first"
                 )
+            if skill.replies_with_message:
+                raise ValueError(
+                    f"on_cancel: {skill_id!r} is a message skill; it creates no task to cancel"
+                )
             self._skills[skill_id] = _replace(skill, on_cancel=hook)
             return hook
 
         return register
+
+    def validate(self, function: Validator) -> Validator:
+        """Add a validator (usable as ``@agent.validate``): ``function(message, caller)``
+        runs before any task is created or follow-up recorded, on every binding, and refuses
+        the message by raising an ``A2AError``, which the caller gets as it is; nothing is
+        stored then. ``caller`` is the ``Caller`` sending it (principal, scopes, tenant,
+        extensions); ``message.task_id`` is set on a follow-up. Any other exception is a bug:
+        the caller gets ``InternalError`` and the server logs it."""
+        if not callable(function):
+            raise TypeError(f"a validator must be callable, not {type(function).__name__}")
+        self.validators = (*self.validators, function)
+        return function
 
     def router(self, function: Router) -> Router:
         """Set the router: a function of the message returning a skill id (or ``None``)."""
@@ -336,6 +383,26 @@ def _grants_scopes(scheme: SecurityScheme | None) -> bool:
 
 def _union(first: Sequence[str], then: Sequence[str]) -> list[str]:
     return [*first, *(scope for scope in then if scope not in first)]
+
+
+def _text_limit(limit: int) -> Validator:
+    """The validator of ``max_text_chars``: at most ``limit`` characters of text."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"max_text_chars must be a positive int, not {limit!r}")
+
+    def check_text_size(message: Message, caller: Caller) -> None:
+        size = sum(len(part.text) for part in message.parts if part.text is not None)
+        if size > limit:
+            raise InvalidParamsError(
+                f"The message has {size} characters of text; this agent accepts at most {limit}",
+                field_violations=(
+                    FieldViolation(
+                        field="message.parts", description=f"more than {limit} characters"
+                    ),
+                ),
+            )
+
+    return check_text_size
 
 
 def _replace(skill: Skill, **changes: Any) -> Skill:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import inspect
 import json
 import logging
 import os
@@ -18,9 +19,11 @@ import msgspec
 
 from ..httpd import HTTPLimits, ServerTLS
 from ..types import AgentCard, AgentInterface, Binding
+from ._mount import under_prefix
 from .agent import Agent
 from .asgi import A2AApp
-from .bus import EventBus, open_bus
+from .bus import EventBus, MemoryBus
+from .card import served_document, v03_bindings_of
 from .dispatch import CallContext, Dispatcher
 from .push import PushDeliverer, PushSettings
 from .push_configs import PushConfigPolicy
@@ -32,10 +35,34 @@ if TYPE_CHECKING:
     from ..cluster.work_queue import RedisWorkQueue
     from ..security import Authenticator, CardSigner, Principal, Verifier
 
-__all__ = ["INTERFACE_NAMES", "Listening", "create_app", "serve"]
+__all__ = ["INTERFACE_NAMES", "ExtendedCard", "Listening", "create_app", "open_bus", "serve"]
+
+ExtendedCard = (
+    AgentCard
+    | Callable[["Principal"], AgentCard | None]
+    | Callable[["Principal", AgentCard], AgentCard | None]
+)
+"""What ``create_app(extended_card=...)`` takes: a card, or a function of the caller's
+principal (and, when it takes two arguments, of the public card) returning theirs."""
 
 # The names ``interface_order=`` (``peerwire serve --interfaces``) orders the card's list by.
 INTERFACE_NAMES = {"jsonrpc": Binding.JSONRPC, "rest": Binding.HTTP_JSON, "grpc": Binding.GRPC}
+
+
+def open_bus(spec: str) -> EventBus:
+    """A bus from its spec: ``memory`` or ``redis://HOST[:PORT][/DB][?prefix=NAME]``.
+
+    The bus is returned unopened: its owner calls ``open()`` (the app does, at startup).
+    ``rediss://`` (TLS) and ``unix://`` Redis URLs work too. Engine selection lives here, in
+    the composition root, so that ``server/bus.py`` never imports ``peerwire.cluster``.
+    """
+    if spec == "memory":
+        return MemoryBus()
+    if spec.split("://", 1)[0] in ("redis", "rediss", "unix") and "://" in spec:
+        from ..cluster.redis_bus import RedisBus  # the "redis" extra
+
+        return RedisBus.from_url(spec)
+    raise ValueError(f"unknown bus {spec!r}: expected 'memory' or 'redis://HOST:PORT'")
 
 
 def create_app(
@@ -47,6 +74,7 @@ def create_app(
     rpc_path: str = "/",
     rest_path: str | None = "/rest",
     lenient_version: bool = False,
+    serve_v03: bool = True,
     max_working: int = 10_000,
     shutdown_grace: float = 10.0,
     max_body_bytes: int = 10 * 1024 * 1024,
@@ -59,7 +87,7 @@ def create_app(
     interface_order: Sequence[str] = ("jsonrpc", "rest", "grpc"),
     auth: Authenticator | Mapping[str, Verifier] | None = None,
     signing_key: CardSigner | Any = None,
-    extended_card: AgentCard | Callable[[Principal], AgentCard | None] | None = None,
+    extended_card: ExtendedCard | None = None,
     push: PushSettings | bool | None = None,
     queue: RedisWorkQueue | None = None,
     local_workers: bool = True,
@@ -72,6 +100,10 @@ def create_app(
     ``"redis://HOST:PORT"`` (replicas sharing a PostgreSQL store see each other's events).
     ``public_url`` is the base URL the card advertises. ``lenient_version`` accepts requests
     without ``A2A-Version`` as 1.0 (strictly, a missing header means 0.3 and is refused).
+    ``serve_v03`` (default on) also serves A2A 0.3 callers on JSON-RPC and HTTP+JSON, with
+    the card carrying 0.3's members beside 1.0's (docs/COMPATIBILITY.md); a 0.3 request is
+    told by its shape (its method name, its ``/v1/...`` route), not by ``lenient_version``.
+    Off, 0.3 methods get -32601 and 0.3 routes 404.
     ``keepalive_seconds``: how long an idle stream waits before a keep-alive comment.
     ``rest_path`` is where the HTTP+JSON binding lives (``None``: not served).
     ``grpc_port`` also serves the gRPC binding (needs grpcio), started in the app's lifespan
@@ -91,7 +123,9 @@ def create_app(
     ``signing_key`` signs the card (and extended cards): a ``CardSigner``, or a private key
     (joserfc key, JWK dict, PEM) for one. ``extended_card`` offers GetExtendedAgentCard to
     authenticated callers: a card, or a function of the caller's ``Principal`` returning
-    their card (``None``: not configured for them).
+    their card (``None``: not configured for them). A function taking two arguments gets the
+    public card as served too, to derive theirs from:
+    ``lambda principal, card: card.replace(skills=[*card.skills, admin])``.
 
     ``push`` offers push notifications (``capabilities.pushNotifications``; docs/PUSH.md):
     ``True`` with the default ``PushSettings``, or settings of your own (SSRF allow-list,
@@ -114,14 +148,18 @@ def create_app(
             f"peerwire.server.stores.TaskStore), not {type(task_store).__name__}"
         )
     event_bus = open_bus(bus) if isinstance(bus, str) else bus
+    placement = None
+    if queue is not None:
+        from ..cluster.placement import Placement  # the "redis" extra, as the queue is
+
+        placement = Placement(queue, consume=local_workers)
     runner = Runner(
         agent,
         task_store,
         event_bus,
         max_working=max_working,
         shutdown_grace=shutdown_grace,
-        queue=queue,
-        consume=local_workers,
+        placement=placement,
     )
     interfaces = [
         AgentInterface(
@@ -143,24 +181,52 @@ def create_app(
     push_settings = PushSettings() if push is True else (push or None)
     push_policy, deliverer, documents = _push(push_settings, task_store, public_url)
 
+    # The bindings the card offers A2A 0.3 on (its 0.3 members; see publish's signatures).
+    v03_bindings = v03_bindings_of(
+        serve_v03=serve_v03, rest=rest_path is not None, grpc=grpc_port is not None
+    )
+
     def publish(interfaces: Sequence[AgentInterface]) -> AgentCard:
         published = agent.card(
             interfaces,
             push_notifications=push_settings is not None,
             extended_agent_card=extended_card is not None,
         )
-        return signer.sign(published) if signer is not None else published
+        if signer is None:
+            return published
+        signed = signer.sign(published)
+        served = served_document(published, v03_bindings)
+        if served == served_document(published):
+            return signed
+        # A dual card is signed twice: over the AgentCard alone (what verifiers that work on
+        # the protobuf message rebuild, as a2a-sdk does) and as served with its 0.3 members
+        # (what the spec's procedure rebuilds from the received document, as peerwire does).
+        as_served = signer.signature(served)
+        return msgspec.structs.replace(signed, signatures=[*signed.signatures, as_served])
 
     # A list so the lifespan can add the gRPC interface once its port is bound.
     card: list[AgentCard] = [publish(_ordered(http_interfaces, order))]
     authenticator = _authenticator(auth, card[0], extended_card is not None)
+
+    def card_at(prefix: str) -> AgentCard:
+        """The card as served under a mount prefix: its HTTP URLs below it (gRPC's as is)."""
+        base, mounted = public_url.rstrip("/"), under_prefix(public_url, prefix)
+        return publish(
+            [
+                msgspec.structs.replace(i, url=mounted + i.url[len(base) :])
+                if i.url == base or i.url.startswith(base + "/")
+                else i
+                for i in card[0].supported_interfaces
+            ]
+        )
+
     dispatcher = Dispatcher(
         agent,
         task_store,
         event_bus,
         runner,
         lambda: card[0],
-        extended_card=_extended(extended_card, signer),
+        extended_card=_extended(extended_card, signer, lambda: card[0]),
         push_configs=push_policy,
     )
 
@@ -189,6 +255,8 @@ def create_app(
                     grace=shutdown_grace,
                     authenticator=authenticator,
                     tls=grpc_tls,
+                    serve_v03=serve_v03,
+                    v03_bindings=v03_bindings,
                 ) as bound:
                     public_host = urlsplit(public_url).hostname or grpc_host
                     grpc_interface = AgentInterface(
@@ -221,6 +289,9 @@ def create_app(
         lifespan=lifespan,
         authenticator=authenticator,
         documents=documents,
+        card_at=card_at,
+        serve_v03=serve_v03,
+        v03_bindings=v03_bindings,
     )
 
 
@@ -249,7 +320,7 @@ def _push(
 
 
 def _grpc_url(address: str, tls: ServerTLS | None) -> str:
-    """The card's gRPC URL: a bare ``host:port`` reads as plaintext on loopback (facts §6.3
+    """The card's gRPC URL: a bare ``host:port`` reads as plaintext on loopback (A2A spec §10
     leaves the form open), so a TLS server says ``https://`` explicitly."""
     return address if tls is None else f"https://{address}"
 
@@ -287,20 +358,38 @@ def _authenticator(
 
 
 def _extended(
-    extended_card: AgentCard | Callable[[Principal], AgentCard | None] | None,
+    extended_card: ExtendedCard | None,
     signer: CardSigner | None,
+    public: Callable[[], AgentCard],
 ) -> Callable[[CallContext], AgentCard | None] | None:
     if extended_card is None:
         return None
+    # Decided once: a function that can take two arguments is given the public card too.
+    with_card = callable(extended_card) and _accepts_two(extended_card)
 
     def for_caller(call: CallContext) -> AgentCard | None:
         assert call.principal is not None  # the dispatcher lets only principals through
-        found = extended_card(call.principal) if callable(extended_card) else extended_card
+        if not callable(extended_card):
+            found: AgentCard | None = extended_card
+        elif with_card:
+            found = extended_card(call.principal, public())  # type: ignore[call-arg]
+        else:
+            found = extended_card(call.principal)  # type: ignore[call-arg]
         if found is None or signer is None:
             return found
         return signer.sign(msgspec.structs.replace(found, signatures=[]))
 
     return for_caller
+
+
+def _accepts_two(function: Callable[..., object]) -> bool:
+    try:
+        inspect.signature(function).bind(None, None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to inspect (some builtins): called as documented first
+        return False
+    return True
 
 
 def _interface_order(names: Sequence[str]) -> tuple[str, ...]:
@@ -396,6 +485,13 @@ def serve(
         url = f"{'http' if tls is None else 'https'}://{_url_host(host)}:{bound}"
         if grpc and _grpc_installed():
             options = {"grpc_host": host, "grpc_tls": tls, **options, "grpc_port": grpc_port}
+            if grpc_port:
+                # gRPC binds in the app's lifespan, after the store opened: a port already
+                # taken is said here, in one line, before anything starts.
+                try:
+                    _listen(str(options["grpc_host"]), grpc_port, " for gRPC").close()
+                except CannotListenError as exc:
+                    raise SystemExit(f"peerwire: {exc}") from None
 
         def started(card: AgentCard) -> None:
             listening = Listening(url=url, host=host, port=bound, card=card)
@@ -421,12 +517,16 @@ def serve(
         server = HTTPServer(
             app, ssl_context=None if tls is None else tls.ssl_context(), limits=http_limits
         )
-        server.run(host=host, port=bound, sock=sock)
+        try:
+            server.run(host=host, port=bound, sock=sock)
+        except CannotListenError as exc:  # gRPC's port, taken since it was checked
+            raise SystemExit(f"peerwire: {exc}") from None
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, purpose: str = "") -> socket.socket:
     """A listening TCP socket on ``host`` (its first address) and ``port`` (``0``: any free
-    one), so the port is known before the app (and its card) is built."""
+    one), so the port is known before the app (and its card) is built. ``purpose`` names
+    what it is for in the error (``" for gRPC"``)."""
     from ..httpd import CannotListenError
 
     try:
@@ -437,7 +537,7 @@ def _listen(host: str, port: int) -> socket.socket:
         # accepted connections inherit it; without it each response waits ~40 ms on Nagle.
         sock = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
     except OSError as exc:
-        raise CannotListenError(f"cannot listen on {host}:{port}: {exc}") from exc
+        raise CannotListenError(f"cannot listen{purpose} on {host}:{port}: {exc}") from exc
     try:
         if os.name != "nt":  # as asyncio's reuse_address: restart while old sockets linger
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -445,7 +545,7 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.listen(_LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
-        raise CannotListenError(f"cannot listen on {host}:{port}: {exc}") from exc
+        raise CannotListenError(f"cannot listen{purpose} on {host}:{port}: {exc}") from exc
     return sock
 
 

@@ -3,27 +3,40 @@
 Raw ASGI on purpose: measured here, Starlette's routing and the task group it adds to every
 stream cost 30-50% of throughput. Routing is a dict lookup on the path; everything A2A happens
 in the dispatcher. ``serve`` runs it on peerwire's own HTTP server (``peerwire.httpd``); any
-ASGI server can run it too (it speaks the lifespan protocol), or it can be mounted inside a
-Starlette/FastAPI application (enter ``app.lifespan()`` from the host's lifespan then).
+ASGI server can run it too (it speaks the lifespan protocol).
+
+Mounted in another application (docs/howto/mounting.md): under a prefix (Starlette's and
+FastAPI's ``Mount``, Litestar's ``is_mount``, ``uvicorn --root-path``) it routes on the path
+below the prefix (``_mount``) and serves its card there with URLs under the prefix
+(``card_at``). A trailing slash is accepted on the JSON-RPC, card and REST paths (Litestar
+adds one). The host need not run its lifespan: the first request that finds the store and
+runner stopped starts them (``_first_use``; they stop when the event loop ends); a host that
+runs it (``lifespan=app.lifespan``, or ``app.lifespan()`` entered from its own) gets the
+graceful drain at its shutdown, as ``serve`` does.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 from ..bindings import jsonrpc
 from ..bindings.sse import event_framer, frame
+from ..compat.v03.jsonrpc import is_v03_method
 from ..errors import (
     A2AError,
     ContentTypeNotSupportedError,
     InternalError,
     InvalidRequestError,
+    MethodNotFoundError,
+    ServerBusyError,
+    VersionNotSupportedError,
 )
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
 from ._authn import authenticate_http, challenge_headers
+from ._first_use import FirstUse
 from ._http import BodyCutShort as _BodyCutShort
 from ._http import BodyTooLarge as _BodyTooLarge
 from ._http import Headers as _Headers
@@ -34,18 +47,26 @@ from ._http import plain as _plain
 from ._http import query_param as _query_param
 from ._http import read_body as _read_body
 from ._http import respond as _respond
-from .card import CARD_PATH, EncodedCard
+from ._mount import mount_prefix, route_path
+from ._v03 import V03Server
+from .card import CARD_PATH, EncodedCard, v03_bindings_of
 from .dispatch import CallContext, Dispatcher, TaskStream
 from .rest import RestHandler
 
 if TYPE_CHECKING:
     from ..security import Authenticator
+    from ..security.principal import Principal
+    from ..types import AgentCard
 
 __all__ = ["A2AApp", "ASGIApp"]
 
 log = logging.getLogger("peerwire.server")
 
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# Cards kept encoded by mount prefix: a host whose mount path takes parameters
+# (``/{tenant}/a2a``) lets callers pick prefixes, so the cache is bounded.
+_MAX_MOUNTED_CARDS = 64
 
 
 class A2AApp:
@@ -64,7 +85,18 @@ class A2AApp:
         lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
         authenticator: Authenticator | None = None,
         documents: Mapping[str, bytes] | None = None,
+        card_at: Callable[[str], AgentCard] | None = None,
+        serve_v03: bool = True,
+        v03_bindings: Collection[str] | None = None,
     ) -> None:
+        """``card_at(prefix)`` is the card as served under a mount prefix (``/a2a``,
+        percent-encoded): its URLs under it; ``None``: the dispatcher's card under any.
+
+        ``serve_v03``: also answer A2A 0.3 requests (JSON-RPC, and REST under ``rest_path``),
+        told apart by their shape (docs/COMPATIBILITY.md); off, their methods get -32601 and
+        their routes 404. ``v03_bindings``: the bindings the card offers 0.3 on (its 0.3
+        members ``url``, ``preferredTransport``, ...); by default those this app serves 0.3
+        on (``card.v03_bindings_of``)."""
         self.dispatcher = dispatcher
         # Public JSON documents by path (the push-signing JWKS), served like the card.
         self._documents = dict(documents or {})
@@ -76,13 +108,47 @@ class A2AApp:
         self.keepalive_seconds = keepalive_seconds
         self._card_max_age = card_max_age
         self._encoded_card: EncodedCard | None = None
+        self._card_at = card_at
+        self._mounted_cards: dict[str, tuple[AgentCard, EncodedCard]] = {}
         self._lifespan = lifespan
+        # A host that mounts the app runs no lifespan of it: the first request starts it.
+        self._first_use = (
+            None
+            if lifespan is None
+            else FirstUse(
+                lifespan,
+                name=dispatcher.card().name,
+                grace=dispatcher.runner.shutdown_grace,
+                on_loop_end=self._ended_with_loop,
+            )
+        )
+        self._start_on_first_use = lifespan is not None
+        # The other spelling of each exact path (with or without a trailing slash).
+        self._aliases = {_other_spelling(p): p for p in (rpc_path, CARD_PATH, *self._documents)}
         card = dispatcher.card()
         self._supported_extensions = tuple(e.uri for e in card.capabilities.extensions)
         self._required_extensions = tuple(e.uri for e in card.capabilities.extensions if e.required)
         # REST owns every path under its prefix; "" (or "/") puts it at the root, where the
         # exact JSON-RPC and card paths above still win.
         self.rest_path = None if rest_path is None else rest_path.rstrip("/")
+        self.serve_v03 = serve_v03
+        self.v03_bindings = (
+            v03_bindings_of(serve_v03=serve_v03, rest=rest_path is not None)
+            if v03_bindings is None
+            else frozenset(v03_bindings)
+        )
+        self._v03 = (
+            V03Server(
+                dispatcher,
+                bindings=self.v03_bindings,
+                keepalive_seconds=keepalive_seconds,
+                supported_extensions=self._supported_extensions,
+                required_extensions=self._required_extensions,
+                authenticator=authenticator,
+            )
+            if serve_v03
+            else None
+        )
         self._rest = (
             None
             if self.rest_path is None
@@ -95,42 +161,102 @@ class A2AApp:
                 supported_extensions=self._supported_extensions,
                 required_extensions=self._required_extensions,
                 authenticator=authenticator,
+                v03=self._v03,
             )
         )
 
     @contextlib.asynccontextmanager
-    async def lifespan(self) -> AsyncIterator[None]:
-        """Start the store, runner and bus; stop them on exit (for embedding in another app)."""
+    async def lifespan(self, host: object = None) -> AsyncIterator[None]:
+        """Start the store, runner and bus; stop them on exit (for embedding in another app).
+
+        ``host`` is ignored: it lets a host that calls its lifespan with itself take this one
+        as is (``FastAPI(lifespan=a2a.lifespan)``, Starlette's, Litestar's ``lifespan=[...]``).
+        Entered once a first request has started them (the host served the app before its
+        lifespan began), it takes that run over: it stops it, with the drain, on exit.
+        """
         if self._lifespan is None:
             yield
             return
+        self._start_on_first_use = False
+        first_use = self._first_use
+        if first_use is not None and first_use.active:
+            await first_use.start()
+            try:
+                yield
+            finally:
+                await first_use.stop()
+            return
         async with self._lifespan():
             yield
+
+    def _ended_with_loop(self) -> None:
+        # The loop that ran the first request's start has ended: another may start it again.
+        self._start_on_first_use = True
 
     @property
     def card(self) -> EncodedCard:
         card = self.dispatcher.card()
         # Re-encoded when the card changes (the gRPC interface joins it once its port is bound).
         if self._encoded_card is None or self._encoded_card.card is not card:
-            self._encoded_card = EncodedCard.of(card, self._card_max_age)
+            self._encoded_card = EncodedCard.of(
+                card, self._card_max_age, v03_bindings=self.v03_bindings
+            )
         return self._encoded_card
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
             path = scope["path"]
+            root = scope.get("root_path")
+            if root:  # mounted under a prefix (_mount.py)
+                path = route_path(path, root)
+            if self._start_on_first_use and not await self._first_request(scope, send, path):
+                return
             if path == self.rpc_path:
                 await self._jsonrpc(scope, receive, send)
             elif path == CARD_PATH:
                 await self._serve_card(scope, send)
             elif path in self._documents:
                 await self._serve_document(scope, send, self._documents[path])
+            elif path in self._aliases:
+                await self._serve_alias(scope, receive, send, self._aliases[path])
             elif self._rest is not None and self._rest.owns(path):
-                await self._rest(scope, receive, send)
+                await self._rest.handle(scope, receive, send, path)
+            elif path[:1] != "/" and path:  # Litestar's mount at "/" drops the leading slash
+                await self({**scope, "path": "/" + path}, receive, send)
             else:
                 await _plain(send, 404, b"Not Found")
         elif kind == "lifespan":
             await self._run_lifespan(receive, send)
+
+    async def _serve_alias(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        if path == self.rpc_path:
+            await self._jsonrpc(scope, receive, send)
+        elif path == CARD_PATH:
+            await self._serve_card(scope, send)
+        else:
+            await self._serve_document(scope, send, self._documents[path])
+
+    async def _first_request(self, scope: Scope, send: Send, path: str) -> bool:
+        """Start the lifespan no host ran; ``False`` if this request was refused for it."""
+        assert self._first_use is not None
+        try:
+            await self._first_use.start()
+            self._start_on_first_use = False  # until the loop that runs it ends
+            return True
+        except Exception:  # logged where it was raised; the next request tries again
+            pass
+        path = self._aliases.get(path, path)
+        if path == CARD_PATH or path in self._documents:
+            return True  # served without the runner
+        error = ServerBusyError("The agent could not start (see the server's log); retry later")
+        if path == self.rpc_path:
+            await self._jsonrpc_error(send, b"null", error)
+        elif self._rest is not None and self._rest.owns(path):
+            await self._rest.refuse(send, error)
+        else:
+            return True  # a 404 is a 404
+        return False
 
     # -- lifespan -----------------------------------------------------------------------------
 
@@ -159,7 +285,7 @@ class A2AApp:
         if scope["method"] not in ("GET", "HEAD"):
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET, HEAD")])
             return
-        card = self.card
+        card = self.card if self._card_at is None else self._card_under(scope)
         if card.not_modified(
             _header(scope, b"if-none-match"), _header(scope, b"if-modified-since")
         ):
@@ -172,6 +298,24 @@ class A2AApp:
         headers = [*card.headers(), (b"content-length", b"%d" % len(card.body))]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+    def _card_under(self, scope: Scope) -> EncodedCard:
+        """The card with its URLs under the prefix this request came through."""
+        prefix = mount_prefix(scope, CARD_PATH)
+        if not prefix:
+            return self.card
+        base = self.dispatcher.card()
+        known = self._mounted_cards.get(prefix)
+        if known is not None and known[0] is base:
+            return known[1]
+        assert self._card_at is not None
+        encoded = EncodedCard.of(
+            self._card_at(prefix), self._card_max_age, v03_bindings=self.v03_bindings
+        )
+        if len(self._mounted_cards) >= _MAX_MOUNTED_CARDS:
+            self._mounted_cards.clear()
+        self._mounted_cards[prefix] = (base, encoded)
+        return encoded
 
     async def _serve_document(self, scope: Scope, send: Send, document: bytes) -> None:
         if scope["method"] not in ("GET", "HEAD"):
@@ -207,6 +351,9 @@ class A2AApp:
         try:
             principal = await authenticate_http(self.authenticator, scope)
         except A2AError as error:
+            if self._v03 is not None and is_v03_method(jsonrpc.method_of(body)):
+                await self._v03.jsonrpc_error(send, jsonrpc.request_id_of(body), error)
+                return
             await self._jsonrpc_error(send, jsonrpc.request_id_of(body), error)
             return
         try:
@@ -226,7 +373,7 @@ class A2AApp:
                 self._required_extensions,
             )
         except A2AError as error:
-            await _respond(send, 200, jsonrpc.encode_error(jsonrpc.error_id(body, error), error))
+            await self._refused(scope, receive, send, body, headers, principal, error)
             return
         call = CallContext.of(principal, extensions)
         extra = [(b"a2a-extensions", format_extensions(extensions).encode())] if extensions else []
@@ -249,6 +396,31 @@ class A2AApp:
             return
         await self._stream(scope, receive, send, request.id, result, extra)
 
+    async def _refused(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        body: bytes,
+        headers: _Headers,
+        principal: Principal | None,
+        error: A2AError,
+    ) -> None:
+        """A request the 1.0 path refused before dispatching it. One naming a 0.3 method is
+        a 0.3 request (its shape decides, whatever ``A2A-Version`` says): served as 0.3, or,
+        with 0.3 off, refused as an unknown method. Only here does a request pay for asking."""
+        method = jsonrpc.method_of(body)
+        if is_v03_method(method):
+            if self._v03 is not None:
+                await self._v03.jsonrpc(scope, receive, send, body, headers, principal)
+                return
+            if isinstance(error, VersionNotSupportedError | MethodNotFoundError):
+                error = MethodNotFoundError(
+                    f"Method not found: {method!r} is an A2A 0.3 method, and this server "
+                    "serves A2A 1.0 only"
+                )
+        await _respond(send, 200, jsonrpc.encode_error(jsonrpc.error_id(body, error), error))
+
     async def _jsonrpc_error(
         self,
         send: Send,
@@ -257,7 +429,7 @@ class A2AApp:
         extra: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         """An error response; authentication and permission errors at HTTP level (401 with
-        ``WWW-Authenticate``, 403), the others as HTTP 200 (facts §6.1, §7.3)."""
+        ``WWW-Authenticate``, 403), the others as HTTP 200 (A2A spec §9, §3.3.2)."""
         headers = [*(extra or []), *challenge_headers(error, self.authenticator)]
         status = jsonrpc.response_status(error)
         await _respond(send, status, jsonrpc.encode_error(request_id, error), headers)
@@ -281,3 +453,8 @@ class A2AApp:
             keepalive_seconds=self.keepalive_seconds,
             extra=extra,
         )
+
+
+def _other_spelling(path: str) -> str:
+    """``path`` with a trailing slash, or without the one it has."""
+    return path[:-1] if path.endswith("/") else path + "/"

@@ -10,6 +10,9 @@ the subscription starts reading: just after ``after_version``. So every consumer
 version its view of the task is at (a snapshot's, or the version it continued the task from),
 never a smaller one later; ``MemoryBus`` delivers what is published after ``subscribe`` and
 filters by the same rule, so both give the same events.
+
+A bus between processes can lose an event the store has (its publisher died between commit
+and publish); its subscriptions fill such gaps from the store (``catch_up``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Protocol
 
 from ..types import TaskArtifactUpdateEvent, TaskStatusUpdateEvent
 
-__all__ = ["BusEvent", "EventBus", "MemoryBus", "Subscription", "open_bus"]
+__all__ = ["BusEvent", "EventBus", "MemoryBus", "Subscription"]
 
 BusEvent = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 
@@ -179,21 +182,6 @@ class EventBus(Protocol):
 
     async def close(self) -> None:
         """Stop background work and close every subscription."""
-
-
-def open_bus(spec: str) -> EventBus:
-    """A bus from its spec: ``memory`` or ``redis://HOST[:PORT][/DB][?prefix=NAME]``.
-
-    The bus is returned unopened: its owner calls ``open()`` (the app does, at startup).
-    ``rediss://`` (TLS) and ``unix://`` Redis URLs work too.
-    """
-    if spec == "memory":
-        return MemoryBus()
-    if spec.split("://", 1)[0] in ("redis", "rediss", "unix") and "://" in spec:
-        from ..cluster.redis_bus import RedisBus  # the "redis" extra
-
-        return RedisBus.from_url(spec)
-    raise ValueError(f"unknown bus {spec!r}: expected 'memory' or 'redis://HOST:PORT'")
 
 
 class MemoryBus:

@@ -1,19 +1,41 @@
 """Serving the agent card: encoded once, with ``ETag``, ``Last-Modified`` and ``Cache-Control``
-(facts §9.2), and the conditional GETs a client revalidates with (RFC 9110 §13)."""
+(A2A spec §8.6), and the conditional GETs a client revalidates with (RFC 9110 §13)."""
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC
 from email.utils import formatdate, parsedate_to_datetime
+from typing import Any
 
-from ..types import AgentCard, encode
+from ..compat.v03.card import dual_card_document
+from ..types import AgentCard, Binding, encode
 
-__all__ = ["CARD_PATH", "EncodedCard"]
+__all__ = ["CARD_PATH", "EncodedCard", "served_document", "v03_bindings_of"]
 
 CARD_PATH = "/.well-known/agent-card.json"
+
+
+def v03_bindings_of(*, serve_v03: bool, rest: bool, grpc: bool = False) -> frozenset[str]:
+    """The bindings an app serves A2A 0.3 on: JSON-RPC, and REST and gRPC when it serves
+    them as 0.3 too; none when 0.3 is off."""
+    if not serve_v03:
+        return frozenset()
+    bindings = {Binding.JSONRPC}
+    if rest:
+        bindings.add(Binding.HTTP_JSON)
+    if grpc:
+        bindings.add(Binding.GRPC)
+    return frozenset(bindings)
+
+
+def served_document(card: AgentCard, v03_bindings: Collection[str] = ()) -> dict[str, Any]:
+    """The card's JSON document as served: the dual card when some of its interfaces serve
+    0.3 too (``v03_bindings``), else the 1.0 card."""
+    return dual_card_document(card, v03_bindings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +51,15 @@ class EncodedCard:
     last_modified: bytes = b""
 
     @classmethod
-    def of(cls, card: AgentCard, max_age: int = 300, built_at: float | None = None) -> EncodedCard:
-        body = encode(card)
+    def of(
+        cls,
+        card: AgentCard,
+        max_age: int = 300,
+        built_at: float | None = None,
+        *,
+        v03_bindings: Collection[str] = (),
+    ) -> EncodedCard:
+        body = encode(served_document(card, v03_bindings) if v03_bindings else card)
         digest = hashlib.sha256(body).hexdigest()[:32]
         seconds = int(time.time() if built_at is None else built_at)
         return cls(

@@ -83,6 +83,12 @@ class CallerSource(Protocol):
     def extensions(self) -> tuple[str, ...]: ...
 
 
+def caller_of(source: CallerSource, tenant: str) -> Caller:
+    """The ``Caller`` of a request the dispatcher received from ``source``."""
+    principal = source.principal or Principal(id=source.owner, scopes=source.scopes)
+    return Caller(principal, source.scopes, tenant, source.extensions)
+
+
 class _Driver(Protocol):
     """The runner side of a context."""
 
@@ -148,8 +154,7 @@ class TaskContext:
     def _caller_of(self, source: CallerSource | None) -> Caller:
         if source is None:
             return Caller(Principal(id=self.owner), frozenset(), self.tenant, recorded=True)
-        principal = source.principal or Principal(id=source.owner, scopes=source.scopes)
-        return Caller(principal, source.scopes, self.tenant, source.extensions)
+        return caller_of(source, self.tenant)
 
     def _answered_by(self, source: CallerSource | None) -> None:
         self._source = source
@@ -158,13 +163,17 @@ class TaskContext:
     # -- status ---------------------------------------------------------------------------
 
     async def start_work(self, message: str | Message | None = None) -> None:
-        """Move to WORKING (a no-op when already working and there is nothing to say)."""
+        """Move to WORKING (a no-op when already working and there is nothing to say: the
+        runner calls it before a skill function runs; ``update`` always says something)."""
         if self.state is TaskState.WORKING and message is None:
             return
         await self._status(TaskState.WORKING, message)
 
-    async def update(self, message: str | Message) -> None:
-        """A WORKING status update carrying a message (progress for the caller)."""
+    async def update(self, message: str | Message | None = None) -> None:
+        """A WORKING status update, always sent: with ``message``, progress for the caller;
+        without, a heartbeat ("still working") that streams, subscribers and webhooks see
+        as a status update carrying no message, and that refreshes the task's status
+        timestamp."""
         await self._status(TaskState.WORKING, message)
 
     async def require_input(self, question: str | Message) -> None:
@@ -243,7 +252,7 @@ class TaskContext:
         if isinstance(content, Message):
             if content.context_id and content.task_id:
                 return content
-            # Agent messages carry their context (facts §4.3) and, on a task, its id.
+            # Agent messages carry their context and, on a task, its id.
             return msgspec.structs.replace(
                 content,
                 context_id=content.context_id or self.context_id,

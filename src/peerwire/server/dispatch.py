@@ -5,6 +5,10 @@ Bindings decode a request into its typed form, call the matching method here wit
 back. Streaming operations return an async iterator *after* every check has passed, so a binding
 can answer an error as an ordinary response before it starts a stream.
 
+What runs the agent's own code inline (its validators, a message skill) lets an ``A2AError``
+through as the answer; any other exception is the agent's bug: the caller gets
+``InternalError`` without its text, the log gets the traceback.
+
 A stream the server must end before its task reached a closing state (``end_streams``: the
 shutdown, an outage of the event source) ends with ``StreamEndedError`` as its last event,
 never with a silent close, so its client knows to subscribe again.
@@ -13,6 +17,8 @@ never with a silent close, so its client knows to subscribe again.
 from __future__ import annotations
 
 import asyncio
+import inspect
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +28,7 @@ import msgspec
 
 from .._ids import new_id
 from ..errors import (
+    A2AError,
     AuthenticationError,
     ExtendedAgentCardNotConfiguredError,
     FieldViolation,
@@ -73,11 +80,15 @@ from ..types import (
 )
 from .agent import Agent, Skill
 from .bus import BusEvent, EventBus, Subscription
+from .catch_up import GapFilling
+from .context import caller_of
 from .push_configs import PushConfigPolicy
 from .runner import Runner
 from .stores.base import TaskStore, snapshot_reader
 
 __all__ = ["CallContext", "Dispatcher", "TaskStream"]
+
+log = logging.getLogger("peerwire.server")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +146,9 @@ class Dispatcher:
         # Set once the server is shutting down: new streams are refused, late ones ended.
         self._streams_stopped: str | None = None
         runner.on_drain(self._stop_streams)
+        if isinstance(bus, GapFilling):
+            # A bus between processes can lose what the store has: its streams fill from it.
+            bus.fill_gaps_from(store)
 
     # -- SendMessage / SendStreamingMessage -----------------------------------------------------
 
@@ -143,6 +157,8 @@ class Dispatcher:
     ) -> SendMessageResponse | Encoded[SendMessageResponse]:
         """The answer to a send; a finished task's may come ``Encoded`` (see ``get_task``)."""
         history_length = self._check_send(request)
+        if self.agent.validators:
+            await self._validate(request, call)
         config = request.configuration
         push = None if config is None else await self._inline_push_config(request)
         blocking = config is None or not config.return_immediately
@@ -175,6 +191,8 @@ class Dispatcher:
     ) -> TaskStream:
         self._check_streaming()
         history_length = self._check_send(request)
+        if self.agent.validators:
+            await self._validate(request, call)
         push = None if request.configuration is None else await self._inline_push_config(request)
         started = await self._start(request, call, push, streaming=True, blocking=False)
         if isinstance(started, Message):
@@ -203,6 +221,27 @@ class Dispatcher:
                 "(configuration.taskPushNotificationConfig)"
             )
         return config.history_length
+
+    async def _validate(self, request: SendMessageRequest, call: CallContext) -> None:
+        """Run the agent's validators on the message: before anything is created, stored or
+        resolved (the inline push config's DNS check comes after)."""
+        message, caller = request.message, caller_of(call, request.tenant)
+        for validator in self.agent.validators:
+            try:
+                outcome = validator(message, caller)
+                if outcome is not None:
+                    if not inspect.isawaitable(outcome):
+                        raise TypeError(
+                            f"returned {type(outcome).__name__}: a validator returns None to "
+                            "accept and raises an A2AError to refuse"
+                        )
+                    await outcome
+            except A2AError:
+                raise
+            except Exception:
+                name = getattr(validator, "__qualname__", repr(validator))
+                log.exception("peerwire: the validator %s failed", name)
+                raise InternalError("The agent failed to check this message") from None
 
     async def _inline_push_config(
         self, request: SendMessageRequest
@@ -309,15 +348,25 @@ class Dispatcher:
             )
             return task_id, settled, version, snapshot
         subscription = self.bus.subscribe(task_id)
-        await self.runner.launch(
-            skill,
-            task_id=task_id,
-            context_id=context_id,
-            message=first,
-            tenant=request.tenant,
-            owner=call.owner,
-            caller=call,
-        )
+        try:
+            launched = await self.runner.launch(
+                skill,
+                task_id=task_id,
+                context_id=context_id,
+                message=first,
+                tenant=request.tenant,
+                owner=call.owner,
+                caller=call,
+            )
+        except BaseException:
+            subscription.close()
+            raise
+        if not launched and not streaming:
+            # Stored but not queued yet (the queue is away; the sweeper queues it): the task
+            # exists, so the answer is the task, SUBMITTED, now; never an error a caller
+            # would retry into a duplicate.
+            subscription.close()
+            return task_id, _settled_now(), version, snapshot
         return task_id, subscription, version, snapshot
 
     async def _continue(
@@ -330,16 +379,17 @@ class Dispatcher:
         push: TaskPushNotificationConfig | None = None,
     ) -> tuple[str, Subscription, int, None]:
         task_id, context_id = decision.task_id, decision.context_id
+        # What this message continues from, read before anything can change it: a blocking
+        # send waits for the events after it, and an answer is taken only at it.
+        seen, state = record.version, record.state
         follow_up = msgspec.structs.replace(message, context_id=context_id)
         history = [m for m in record.history if m.role is Role.USER]
         # Every message is checked, not just the first: scopes granted once (or a task that
-        # reached AUTH_REQUIRED) authorize nothing later (facts §4.3, in-task authorization).
+        # reached AUTH_REQUIRED) authorize nothing later (A2A spec §7.6, in-task authorization).
         skill = self.agent.route(history[0]) if history else self.agent.route(follow_up)
         _check_scopes(skill, call)
         if push is not None:
             await self._register_push_config(push, task_id)
-        # What this message continues from: a blocking send waits for the events after it.
-        seen = record.version
         subscription = self.bus.subscribe(task_id)
         try:
             await self.runner.continue_task(
@@ -350,6 +400,8 @@ class Dispatcher:
                 earlier=history,
                 tenant=tenant,
                 owner=call.owner,
+                version=seen,
+                state=state,
                 caller=call,
             )
         except BaseException:
@@ -362,12 +414,26 @@ class Dispatcher:
         assert skill.function is not None
         context_id = context_id or new_id()
         arguments = [_message_argument(kind, message) for kind in skill.arguments]
+        limit = self.agent.task_timeout
         try:
-            with anyio.fail_after(self.agent.task_timeout):
+            with anyio.fail_after(limit) as scope:
                 reply = await skill.function(*arguments)
+        except A2AError:
+            raise  # the skill's own answer: InvalidParamsError, ContentTypeNotSupportedError...
         except Exception as exc:
-            raise InternalError(f"The skill {skill.id!r} failed: {exc}") from None
+            if isinstance(exc, TimeoutError) and scope.cancel_called:
+                raise InternalError(
+                    f"The skill {skill.id!r} did not answer within its time limit of {limit:g} s"
+                ) from None
+            # Its text may hold anything (paths, secrets): the log gets it, the caller not.
+            log.exception("peerwire: the message skill %r failed", skill.id)
+            raise InternalError(f"The skill {skill.id!r} failed") from None
         if not isinstance(reply, Message):
+            log.error(
+                "peerwire: the message skill %r returned %s, not a Message",
+                skill.id,
+                type(reply).__name__,
+            )
             raise InternalError(f"The skill {skill.id!r} did not return a Message")
         return msgspec.structs.replace(
             reply, context_id=reply.context_id or context_id, role=Role.AGENT
@@ -407,7 +473,7 @@ class Dispatcher:
     async def cancel_task(self, request: CancelTaskRequest, call: CallContext = _ANONYMOUS) -> Task:
         _check_task_id(request.id)
         record = await self._load(request.id, request.tenant, call.owner)
-        await self.runner.cancel(record.id, record.context_id, record.state)
+        await self.runner.cancel(record.id, record.context_id, record.state, tenant=request.tenant)
         record = await self._load(request.id, request.tenant, call.owner)
         if record.state is not TaskState.CANCELED:
             raise TaskNotCancelableError(
@@ -470,7 +536,7 @@ class Dispatcher:
 
     # -- push notification configs ---------------------------------------------------------------
     # A config belongs to its task: the task is loaded with the caller's owner first, so the
-    # configs of someone else's task are as missing as the task (facts §2.3 (8), §10.1).
+    # configs of someone else's task are as missing as the task (A2A spec §3.1.8, §13.1).
 
     async def create_task_push_notification_config(
         self, request: TaskPushNotificationConfig, call: CallContext = _ANONYMOUS
@@ -538,7 +604,7 @@ class Dispatcher:
             raise UnsupportedOperationError("This agent does not offer an extended agent card")
         if call.principal is None or not call.principal.authenticated:
             raise AuthenticationError(
-                "GetExtendedAgentCard requires an authenticated caller (facts §9.3)"
+                "GetExtendedAgentCard requires an authenticated caller (A2A spec §3.1.11)"
             )
         card = self._extended_card(call) if self._extended_card is not None else None
         if card is None:
@@ -632,6 +698,13 @@ async def _wait_until_settled(subscription: Subscription, after_version: int) ->
     await subscription.wait_for(after_version, _settles)
 
 
+def _settled_now() -> asyncio.Future[None]:
+    """A wait that is over: for a send answered with its task as it stands."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    done.set_result(None)
+    return done
+
+
 def _settles(event: BusEvent) -> bool:
     return isinstance(event, TaskStatusUpdateEvent) and ends_blocking_wait(event.status.state)
 
@@ -697,6 +770,9 @@ class TaskStream:
             raise StopAsyncIteration
         try:
             items = await subscription.next_batch(self._version, timeout)
+        except StreamEndedError:
+            self.close()  # its subscription could not fill a gap from the store: an outage
+            raise
         except StopAsyncIteration:
             # Closed under this stream, not by it: ended by the server (``end``, or the bus
             # closed at shutdown) before a closing state. The client must hear of it.

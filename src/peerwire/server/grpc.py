@@ -1,4 +1,4 @@
-"""The gRPC binding, server side (facts §6.3): a ``grpc.aio`` service over the ``Dispatcher``.
+"""The gRPC binding, server side (A2A spec §10): a ``grpc.aio`` service over the ``Dispatcher``.
 
 Each rpc decodes its request, calls the dispatcher operation of the same name and encodes the
 answer; the two streaming rpcs relay the dispatcher's ``TaskStream``. Requests arrive as raw
@@ -19,13 +19,24 @@ auth context (``x509_pem_cert_chain`` / ``x509_pem_cert``, verified by the TLS h
 gRPC has no query string, so a scheme that wants its API key in the query cannot be satisfied
 here. Refusals are UNAUTHENTICATED / PERMISSION_DENIED with ErrorInfo, and the challenge an
 HTTP binding would send in ``WWW-Authenticate`` as trailing metadata of that name.
+
+Beside it, on the same port, ``a2a.v1.A2AService``: A2A 0.3 over gRPC (``GrpcServiceV03``,
+unless ``serve_v03`` is off). The service a call names decides its protocol. Its rpcs are
+translated to the same dispatcher operations (``peerwire.compat.v03.grpc``), so tasks
+started over either version are one task model in one store. 0.3 callers send no
+``a2a-version`` (the service implies it) and name extensions in ``x-a2a-extensions`` (also
+read: ``a2a-extensions``; activated ones are echoed as ``x-a2a-extensions``). Their errors
+are 0.3 statuses (``"TaskNotFoundError: ..."``, see ``compat.v03.grpc_status``), and
+GetAgentCard answers with the card in its 0.3 form: the extended card when the agent offers
+one (authenticated as any call), else the public card (public, as on the HTTP bindings).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -34,11 +45,13 @@ import grpc.aio
 from ..bindings.grpc.convert import from_bytes, to_bytes
 from ..bindings.grpc.service import RPCS, SERVICE, Rpc
 from ..bindings.grpc.status import DETAILS_KEY, encode_status
+from ..compat.v03.grpc import RPCS_V03, SERVICE_V03, RpcV03, card_message
+from ..compat.v03.grpc_status import encode_status_v03
 from ..errors import A2AError, InternalError
-from ..httpd import ServerTLS
+from ..httpd import CannotListenError, ServerTLS
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
 from ..security.credentials import PeerCertificate, RequestCredentials
-from ..types import Encoded, Model
+from ..types import AgentCard, Encoded, Model
 from ._authn import challenge_headers
 from .dispatch import CallContext, Dispatcher, TaskStream
 
@@ -48,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_RECEIVE_BYTES",
     "GrpcService",
+    "GrpcServiceV03",
     "call_credentials",
     "grpc_address",
     "serving_grpc",
@@ -63,6 +77,11 @@ _STATUS_CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 Unary = Callable[[bytes, grpc.aio.ServicerContext[Any, Any]], Awaitable[bytes]]
 Streaming = Callable[[bytes, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[bytes]]
+StatusEncoder = Callable[[A2AError], tuple[int, str, bytes]]
+
+# The metadata keys of requested extensions: 1.0's, and 0.3's (an HTTP header lower-cased).
+_EXTENSIONS_KEY = "a2a-extensions"
+_EXTENSIONS_KEY_V03 = "x-a2a-extensions"
 
 
 class GrpcService:
@@ -169,6 +188,116 @@ class GrpcService:
         return await self.authenticator.authenticate(call_credentials(context))
 
 
+class GrpcServiceV03:
+    """``a2a.v1.A2AService`` (A2A 0.3) for one dispatcher, translated onto its 1.0 operations;
+    ``handler()`` is what a grpc server takes."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        authenticator: Authenticator | None = None,
+        v03_bindings: Collection[str] | None = None,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.authenticator = authenticator
+        # The bindings that serve 0.3 (the 0.3 card names its endpoint among them); None:
+        # the card's interfaces at 0.3, else all of them.
+        self.v03_bindings = v03_bindings
+        extensions = dispatcher.card().capabilities.extensions
+        self._supported_extensions = tuple(e.uri for e in extensions)
+        self._required_extensions = tuple(e.uri for e in extensions if e.required)
+        # The public card in its 0.3 form, for the card it was made from (the served card is
+        # replaced once, when the gRPC port is known).
+        self._public_card: tuple[AgentCard, bytes] | None = None
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        handlers = {
+            rpc.name: (
+                grpc.unary_stream_rpc_method_handler(self._streaming(rpc))
+                if rpc.streaming
+                else grpc.unary_unary_rpc_method_handler(self._unary(rpc))
+            )
+            for rpc in RPCS_V03.values()
+        }
+        return grpc.method_handlers_generic_handler(SERVICE_V03, handlers)
+
+    def _unary(self, rpc: RpcV03) -> Unary:
+        operation = getattr(self.dispatcher, RPCS[rpc.operation].operation)
+        public_card = rpc.name == "GetAgentCard"
+
+        async def handle(payload: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+            try:
+                if public_card and not self.dispatcher.card().capabilities.extended_agent_card:
+                    return self._public_card_bytes()
+                request, call = await self._accept(rpc, payload, context)
+                result = await operation(request, call)
+                if public_card:
+                    return card_message(result, self.v03_bindings)
+                return rpc.write_response(result)
+            except A2AError as error:
+                await _abort(context, error, self.authenticator, encode_status_v03)
+            except Exception:
+                log.exception("peerwire: gRPC (A2A 0.3) %s failed", rpc.name)
+                await _abort(context, _internal(), encode=encode_status_v03)
+            raise AssertionError("unreachable: abort raises")
+
+        return handle
+
+    def _streaming(self, rpc: RpcV03) -> Streaming:
+        operation = getattr(self.dispatcher, RPCS[rpc.operation].operation)
+
+        async def handle(
+            payload: bytes, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[bytes]:
+            stream: TaskStream | None = None
+            try:
+                request, call = await self._accept(rpc, payload, context)
+                stream = await operation(request, call)
+                async for event in stream:
+                    yield rpc.write_response(event)
+            except A2AError as error:
+                await _abort(context, error, self.authenticator, encode_status_v03)
+            except Exception:
+                log.exception("peerwire: gRPC (A2A 0.3) %s failed", rpc.name)
+                await _abort(context, _internal(), encode=encode_status_v03)
+            finally:
+                if stream is not None:
+                    stream.close()
+
+        return handle
+
+    async def _accept(
+        self, rpc: RpcV03, payload: bytes, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> tuple[Model, CallContext]:
+        """Authenticate and decode the request; no version check (the service is the
+        version)."""
+        principal = None
+        if self.authenticator is not None:
+            principal = await self.authenticator.authenticate(call_credentials(context))
+        request = rpc.read_request(payload)
+        requested = [
+            value
+            for key, value in context.invocation_metadata() or ()
+            if key in (_EXTENSIONS_KEY_V03, _EXTENSIONS_KEY) and isinstance(value, str)
+        ]
+        extensions = active_extensions(
+            parse_extensions(requested), self._supported_extensions, self._required_extensions
+        )
+        if extensions:
+            await context.send_initial_metadata(
+                ((_EXTENSIONS_KEY_V03, format_extensions(extensions)),)
+            )
+        return request, CallContext.of(principal, extensions)
+
+    def _public_card_bytes(self) -> bytes:
+        card = self.dispatcher.card()
+        cached = self._public_card
+        if cached is None or cached[0] is not card:
+            cached = self._public_card = (card, card_message(card, self.v03_bindings))
+        return cached[1]
+
+
 def call_credentials(context: grpc.aio.ServicerContext[Any, Any]) -> RequestCredentials:
     """What a gRPC call presents: its metadata, and the client certificate of its TLS
     connection (only ever one the handshake verified)."""
@@ -192,8 +321,9 @@ async def _abort(
     context: grpc.aio.ServicerContext[Any, Any],
     error: A2AError,
     authenticator: Authenticator | None = None,
+    encode: StatusEncoder = encode_status,
 ) -> None:
-    code, message, details = encode_status(error)
+    code, message, details = encode(error)
     challenge = tuple(
         (name.decode(), value.decode("latin-1"))
         for name, value in challenge_headers(error, authenticator)
@@ -221,13 +351,20 @@ async def start_grpc_server(
     max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES,
     authenticator: Authenticator | None = None,
     tls: ServerTLS | None = None,
+    serve_v03: bool = True,
+    v03_bindings: Collection[str] | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Start serving ``dispatcher`` over gRPC on ``host:port``; ``0``: a free port.
 
     ``authenticator`` checks every call (``None``: callers are anonymous); ``tls`` serves
     with TLS, and mutual TLS when it requires client certificates (``None``: plaintext).
+    ``serve_v03`` also serves A2A 0.3 (``a2a.v1.A2AService``) beside 1.0; ``v03_bindings``
+    are the bindings of the card that serve 0.3 (its 0.3 form, from GetAgentCard, lists
+    those; ``None``: the card's interfaces at 0.3, else all).
     Returns the started server and the port it is bound to. Stop it with ``await
-    server.stop(grace)``. Raises ``OSError`` when the address cannot be bound.
+    server.stop(grace)``. Raises ``CannotListenError`` (an ``OSError``) when the address
+    cannot be bound, saying why (``cannot listen for gRPC on 127.0.0.1:50051: [Errno 98]
+    Address already in use``).
     """
     server = grpc.aio.server(
         options=[
@@ -237,13 +374,15 @@ async def start_grpc_server(
             ("grpc.so_reuseport", 0),
         ]
     )
-    server.add_generic_rpc_handlers(
-        (
-            GrpcService(
-                dispatcher, lenient_version=lenient_version, authenticator=authenticator
-            ).handler(),
-        )
-    )
+    handlers = [
+        GrpcService(
+            dispatcher, lenient_version=lenient_version, authenticator=authenticator
+        ).handler()
+    ]
+    if serve_v03:
+        v03 = GrpcServiceV03(dispatcher, authenticator=authenticator, v03_bindings=v03_bindings)
+        handlers.append(v03.handler())
+    server.add_generic_rpc_handlers(handlers)
     address = grpc_address(host, port)
     try:
         if tls is None:
@@ -251,11 +390,30 @@ async def start_grpc_server(
         else:
             bound = server.add_secure_port(address, tls.grpc_credentials())
     except RuntimeError as exc:
-        raise OSError(f"cannot listen for gRPC on {address}: {exc}") from None
+        raise CannotListenError(
+            f"cannot listen for gRPC on {address}: {_bind_failure(host, port) or exc}"
+        ) from None
     if bound == 0:
-        raise OSError(f"cannot listen for gRPC on {address}")
+        reason = _bind_failure(host, port) or "the address cannot be bound"
+        raise CannotListenError(f"cannot listen for gRPC on {address}: {reason}")
     await server.start()
     return server, bound
+
+
+def _bind_failure(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be bound, as the operating system says it (``None``: it can
+    now), found by trying: gRPC's own error only says that binding failed."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            # As gRPC binds: a port whose old connections linger is not "in use".
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        return str(exc)
+    return None
 
 
 @contextlib.asynccontextmanager
@@ -269,6 +427,8 @@ async def serving_grpc(
     grace: float = 10.0,
     authenticator: Authenticator | None = None,
     tls: ServerTLS | None = None,
+    serve_v03: bool = True,
+    v03_bindings: Collection[str] | None = None,
 ) -> AsyncIterator[int]:
     """Serve gRPC for the duration of the block; yields the bound port (options as for
     ``start_grpc_server``).
@@ -284,6 +444,8 @@ async def serving_grpc(
         max_receive_bytes=max_receive_bytes,
         authenticator=authenticator,
         tls=tls,
+        serve_v03=serve_v03,
+        v03_bindings=v03_bindings,
     )
     log.info("peerwire: serving gRPC on %s", grpc_address(host, bound))
     try:

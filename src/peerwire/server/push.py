@@ -19,6 +19,13 @@ Rules:
 * Durability: a row is marked delivered only after the receiver's 2xx; if the process dies
   mid-attempt, the claim's lease (``lease``) runs out and the row goes again, so a receiver
   may see a notification twice (at-least-once) and deduplicates by its id.
+* Fairness between webhooks (``push_circuits``): at most ``max_per_endpoint`` attempts per
+  endpoint (a URL's origin) at once, one while it is not known to answer, and a circuit
+  breaker: an endpoint found unavailable (no answer, no connection, 429, 503) is left alone
+  for a backoff, its due rows given back to the store for then without spending an attempt
+  (``TaskStore.release_claim``). A dead receiver thus holds no slot while it backs off, and
+  endpoints that do not answer share at most ``max_concurrent - max_per_endpoint`` slots, so
+  a healthy webhook's notifications never queue behind dead ones.
 * At most ``max_concurrent`` attempts are in flight. The deliverer owns its tasks: it runs
   between the store's open and close (``async with``), and on exit lets attempts in flight
   finish (each is bounded by ``attempt_timeout``).
@@ -44,6 +51,7 @@ from ..push._wire import (
     TOKEN_HEADER,
 )
 from ..types import TaskPushNotificationConfig
+from .push_circuits import UNAVAILABLE_STATUSES, Circuits, Outcome, endpoint_of
 from .ssrf import Resolver, Target, UnresolvableHost, WebhookGuard, WebhookRefused
 from .stores.base import OutboxRow, TaskStore
 
@@ -62,7 +70,10 @@ class PushSettings:
     internal (the SSRF guard refuses loopback, private, link-local, multicast and metadata
     addresses otherwise). ``max_attempts`` attempts per notification, each given
     ``attempt_timeout`` seconds; the n-th retry waits about ``retry_delay * 2**(n-1)``
-    seconds (with jitter, at most ``max_retry_delay``). ``max_concurrent`` attempts at once.
+    seconds (with jitter, at most ``max_retry_delay``). ``max_concurrent`` attempts at once,
+    at most ``max_per_endpoint`` of them to one endpoint (a webhook URL's origin); an endpoint
+    found unavailable backs off as a whole (a circuit breaker, the same backoff), and those
+    not known to answer share at most ``max_concurrent - max_per_endpoint`` slots.
     ``poll_interval``: how often the outbox is checked for rows nobody announced (other
     processes, a restart). ``lease``: how long a claimed row is not handed out again
     (default ``attempt_timeout + 30``). ``max_configs_per_task`` caps registrations.
@@ -76,7 +87,8 @@ class PushSettings:
     attempt_timeout: float = 10.0
     retry_delay: float = 1.0
     max_retry_delay: float = 300.0
-    max_concurrent: int = 16
+    max_concurrent: int = 64
+    max_per_endpoint: int = 4
     poll_interval: float = 1.0
     lease: float | None = None
     max_configs_per_task: int = 10
@@ -91,6 +103,8 @@ class PushSettings:
         object.__setattr__(self, "allow", tuple(self.allow))
         if self.max_attempts < 1 or self.max_concurrent < 1 or self.max_configs_per_task < 1:
             raise ValueError("max_attempts, max_concurrent and max_configs_per_task must be >= 1")
+        if not 1 <= self.max_per_endpoint <= self.max_concurrent:
+            raise ValueError("max_per_endpoint must be between 1 and max_concurrent")
         for name in ("attempt_timeout", "retry_delay", "max_retry_delay", "poll_interval"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
@@ -140,6 +154,13 @@ class PushDeliverer:
         self._next_retry: float | None = None
         self._group: asyncio.TaskGroup | None = None
         self._loop_task: asyncio.Task[None] | None = None
+        self._circuits = Circuits(
+            max_concurrent=settings.max_concurrent,
+            max_per_endpoint=settings.max_per_endpoint,
+            # A notification waiting for a probe comes back well before the probe can time out.
+            probe_pace=min(settings.retry_delay, settings.attempt_timeout) / 2,
+            backoff=settings.backoff,
+        )
         from .. import __version__  # the package is fully imported by now
 
         self._user_agent = f"peerwire/{__version__}"
@@ -238,8 +259,25 @@ class PushDeliverer:
     # -- one attempt ----------------------------------------------------------------------
 
     async def _deliver(self, row: OutboxRow) -> None:
+        error: str | None
         try:
-            error, retry = await self._attempt(row)
+            config = await self.store.get_push_config(row.task_id, row.config_id)
+            if config is None:
+                error, retry = "the push config was deleted", False
+            else:
+                endpoint = endpoint_of(config.url)
+                not_before = self._circuits.admit(endpoint, time.time())
+                if not_before is not None:
+                    await self._give_back(row, not_before)
+                    return
+                outcome: Outcome = "not_sent"
+                started = time.monotonic()
+                try:
+                    error, retry, outcome = await self._attempt(row, config)
+                finally:
+                    self._circuits.finished(
+                        endpoint, outcome, time.monotonic() - started, time.time()
+                    )
         except Exception as exc:  # a bug here must not strand the row: it is retried
             log.exception("peerwire: push notification %s failed unexpectedly", row.id)
             error, retry = f"unexpected failure: {type(exc).__name__}: {exc}", True
@@ -249,28 +287,40 @@ class PushDeliverer:
             # The lease runs out and the row goes again: at-least-once, as documented.
             log.exception("peerwire: recording the outcome of push notification %s failed", row.id)
 
-    async def _attempt(self, row: OutboxRow) -> tuple[str | None, bool]:
-        """``(error, retry)``: ``(None, _)`` once delivered."""
-        config = await self.store.get_push_config(row.task_id, row.config_id)
-        if config is None:
-            return "the push config was deleted", False
+    async def _give_back(self, row: OutboxRow, not_before: float) -> None:
+        """The row's endpoint may not be tried now (its circuit is open, or it is busy): back
+        to the outbox, due at ``not_before``, its claim's attempt not counted."""
+        try:
+            await self.store.release_claim(row.id, not_before)
+        except Exception:
+            # Its lease runs out instead, and it comes back then (with the attempt counted).
+            log.exception("peerwire: giving back push notification %s failed", row.id)
+            return
+        if self._next_retry is None or not_before < self._next_retry:
+            self._next_retry = not_before
+
+    async def _attempt(
+        self, row: OutboxRow, config: TaskPushNotificationConfig
+    ) -> tuple[str | None, bool, Outcome]:
+        """``(error, retry, outcome for the endpoint)``: ``error`` is ``None`` once delivered."""
         try:
             async with asyncio.timeout(self.settings.attempt_timeout):
                 target = await self.guard.resolve(config.url)
                 status = await self._post(row, config, target)
         except WebhookRefused as exc:
-            return f"refused: {exc}", False
+            return f"refused: {exc}", False, "not_sent"
         except UnresolvableHost as exc:
-            return str(exc), True
+            return str(exc), True, "unavailable"
         except TimeoutError:
-            return f"no answer within {self.settings.attempt_timeout:g} s", True
+            return f"no answer within {self.settings.attempt_timeout:g} s", True, "unavailable"
         except httpx.HTTPError as exc:
-            return f"{type(exc).__name__}: {exc or 'the request failed'}", True
+            return f"{type(exc).__name__}: {exc or 'the request failed'}", True, "unavailable"
         if 200 <= status < 300:
-            return None, False
+            return None, False, "delivered"
+        outcome: Outcome = "unavailable" if status in UNAVAILABLE_STATUSES else "answered"
         if 300 <= status < 400:
-            return f"HTTP {status} (redirects are not followed)", True
-        return f"HTTP {status}", True
+            return f"HTTP {status} (redirects are not followed)", True, outcome
+        return f"HTTP {status}", True, outcome
 
     async def _post(
         self, row: OutboxRow, config: TaskPushNotificationConfig, target: Target

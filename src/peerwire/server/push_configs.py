@@ -1,7 +1,7 @@
 """Accepting push configs: what a webhook registration must look like before it is stored.
 
 Applies to CreateTaskPushNotificationConfig and to a config given inline in SendMessage
-(facts §2.3 (7), §3.5, §10.1). A config is refused with ``InvalidParamsError`` naming the bad
+(A2A spec §3.1.7, §4.3). A config is refused with ``InvalidParamsError`` naming the bad
 field when it is larger than ``MAX_CONFIG_BYTES`` encoded, has an id outside
 ``[A-Za-z0-9._~-]{1,128}``, a URL the SSRF guard refuses (scheme other than http/https,
 credentials in it, a host resolving to an internal address: ``ssrf``), a token or

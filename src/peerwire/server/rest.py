@@ -1,4 +1,4 @@
-"""The HTTP+JSON (REST) binding, server side (facts §6.2): ASGI in, dispatcher calls, ASGI out.
+"""The HTTP+JSON (REST) binding, server side (A2A spec §11): ASGI in, dispatcher calls, ASGI out.
 
 ``A2AApp`` hands every request under the REST prefix (default ``/rest``) to ``RestHandler``.
 The codec (``bindings/rest.py``) matches the route and builds the typed request; this module
@@ -12,6 +12,10 @@ changes; an error after a stream started travels as a last ``event: error`` fram
 reference SDK's form) holding the same document. Refusals: 401 ``UNAUTHENTICATED`` with a
 ``WWW-Authenticate`` challenge, 403 ``PERMISSION_DENIED`` (with an ``insufficient_scope``
 challenge when the scopes are known).
+
+A2A 0.3's routes (``/v1/...`` below the prefix; ``peerwire.compat.v03.rest``) are served here
+too, through ``_v03.V03Server``, unless the request's ``A2A-Version`` names 1.x (then
+``/v1`` is a 1.0 tenant's path). With 0.3 off they answer 404.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from urllib.parse import quote
 
 from ..bindings import rest
 from ..bindings.sse import event_framer, frame
-from ..errors import A2AError, InternalError, InvalidRequestError
+from ..compat.v03 import rest as v03_rest
+from ..compat.v03.version import names_v1
+from ..errors import A2AError, InternalError, InvalidRequestError, MethodNotFoundError
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
 from ..types import encode
 from ._authn import authenticate_http, challenge_headers
@@ -39,10 +45,12 @@ from ._http import (
     respond,
     send_event_stream,
 )
+from ._mount import raw_tail, route_path
 from .dispatch import CallContext, Dispatcher
 
 if TYPE_CHECKING:
     from ..security import Authenticator
+    from ._v03 import V03Server
 
 __all__ = ["RestHandler"]
 
@@ -50,6 +58,7 @@ log = logging.getLogger("peerwire.server")
 
 _A2A_JSON = rest.A2A_JSON.encode()
 _ERROR_EVENT = b"error"
+_V03_PREFIX = v03_rest.PREFIX  # where A2A 0.3's routes start: one test per request
 _EXTENSIONS_HEADER = b"a2a-extensions"
 
 
@@ -67,8 +76,11 @@ class RestHandler:
         supported_extensions: Iterable[str] = (),
         required_extensions: Iterable[str] = (),
         authenticator: Authenticator | None = None,
+        v03: V03Server | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        # Serves the 0.3 routes; None: 0.3 is off and they answer 404.
+        self._v03 = v03
         # None: the card requires no credentials and every caller is anonymous.
         self.authenticator = authenticator
         self.prefix = prefix.rstrip("/")
@@ -84,10 +96,25 @@ class RestHandler:
         return path.startswith(self._owned) or path == self.prefix
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.handle(
+            scope, receive, send, route_path(scope["path"], scope.get("root_path", ""))
+        )
+
+    async def refuse(self, send: Send, error: A2AError) -> None:
+        """Answer ``error`` before any route is looked at (the app could not start)."""
+        await self._error(send, error)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        """Serve the request for ``path``: the decoded path below any mount prefix."""
         method = scope["method"]
+        relative = self._relative_path(scope, path)
+        if relative.startswith(_V03_PREFIX) and await self._v03_route(
+            scope, receive, send, method, relative
+        ):
+            return
         try:
             principal = await authenticate_http(self.authenticator, scope)
-            found = rest.match_route(method, self._relative_path(scope))
+            found = rest.match_route(method, relative)
         except A2AError as error:
             await self._error(send, error)
             return
@@ -159,15 +186,81 @@ class RestHandler:
             extra=extra,
         )
 
-    def _relative_path(self, scope: Scope) -> str:
-        """The still percent-encoded path below the prefix: ids may carry ``%2F`` and ``%3A``."""
+    async def _v03_route(
+        self, scope: Scope, receive: Receive, send: Send, method: str, path: str
+    ) -> bool:
+        """Serve a request on a 0.3 route; ``False``: ``path`` is no 0.3 route, or the request
+        names 1.x in ``A2A-Version`` (``/v1`` is then a tenant): it is a 1.0 request."""
+        headers = Headers(scope)
+        version = headers.version
+        if version is None:
+            version = query_param(scope, rest.VERSION_PARAM)
+        if names_v1(version):
+            return False
+        v03 = self._v03
+        try:
+            found = v03_rest.match_route(method, path)
+        except A2AError as error:  # a malformed id in a 0.3 path
+            if v03 is None:
+                return False
+            await v03.rest_error(send, error)
+            return True
+        if found is None:
+            return False
+        if v03 is None:
+            off = MethodNotFoundError(
+                f"No A2A REST route for {method} {path}: it is an A2A 0.3 route, and this "
+                "server serves A2A 1.0 only"
+            )
+            await self._error(send, off, http_status=404)
+            return True
+        try:
+            principal = await authenticate_http(self.authenticator, scope)
+        except A2AError as error:
+            await v03.rest_error(send, error)
+            return True
+        if isinstance(found, rest.MethodNotAllowed):
+            allow = [(b"allow", ", ".join(found.allow).encode())]
+            await v03.rest_error(send, found.error(), http_status=405, extra=allow)
+            return True
+        body = b""
+        if found.route.has_body:
+            try:
+                body = await read_body(receive, self.max_body_bytes, headers.content_length)
+            except BodyTooLarge:
+                too_large = InvalidRequestError(
+                    f"Request payload validation error: the body is larger than "
+                    f"{self.max_body_bytes} bytes"
+                )
+                await v03.rest_error(send, too_large, http_status=413)
+                return True
+            except BodyCutShort:
+                return True
+        await v03.rest(scope, receive, send, found, body, headers, principal)
+        return True
+
+    def _relative_path(self, scope: Scope, path: str) -> str:
+        """The still percent-encoded path below the prefix: ids may carry ``%2F`` and ``%3A``,
+        and a malformed escape must stay visible to be refused."""
+        decoded = path[len(self.prefix) :]
         raw: bytes | None = scope.get("raw_path")
         if raw:
             text = raw.split(b"?", 1)[0].decode("latin-1")
+            if decoded.endswith("/") and not text.endswith("/"):
+                decoded = decoded[:-1]  # Litestar's mount adds a slash to the decoded path only
+            root = scope.get("root_path")
+            if root:
+                text = route_path(text, root)
             if text.startswith(self.prefix):
-                return text[len(self.prefix) :]
-        # No raw path (or one that disagrees with ours): re-encode the decoded one.
-        decoded: str = scope["path"][len(self.prefix) :]
+                relative = text[len(self.prefix) :]
+                if relative == decoded or "%" in relative:
+                    return relative
+            # A mount prefix the host kept in the raw path only (Litestar): the end that
+            # decodes to our path is ours.
+            tail = raw_tail(text, decoded)
+            if tail is not None:
+                return tail
+        # No raw path (or one a host rewrote): re-encode the decoded one.
         return quote(decoded, safe="/:@!$&'()*+,;=-._~")
 
     async def _error(

@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, NoReturn, Protocol
 
 from .._ids import new_id
 from ..errors import (
@@ -29,8 +29,15 @@ from ..errors import (
     ServerBusyError,
     TaskNotCancelableError,
     TaskNotFoundError,
+    VersionConflictError,
 )
-from ..protocol import TERMINAL, Event, ends_blocking_wait
+from ..protocol import (
+    TERMINAL,
+    Event,
+    ends_blocking_wait,
+    no_longer_waiting,
+    resolve_continuation,
+)
 from ..types import (
     Artifact,
     Message,
@@ -47,13 +54,12 @@ from .bus import EventBus
 from .context import CallerSource, TaskContext, to_parts
 from .stores.base import StoredTaskInfo, TaskStore
 
-if TYPE_CHECKING:
-    from ..cluster.placement import Placement
-    from ..cluster.work_queue import RedisWorkQueue
-
-__all__ = ["Runner"]
+__all__ = ["Runner", "WorkPlacement"]
 
 log = logging.getLogger("peerwire.runner")
+
+# A task waiting for its caller: a follow-up is its answer (one per question).
+_WAITING = (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
 
 # What the bus carries of a task's events (the user's messages are not published).
 Published = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
@@ -63,9 +69,13 @@ class _Live:
     """A handler that is running (or suspended in ``ask``) in this process."""
 
     __slots__ = (
+        "answered_at",
         "cancel_reason",
         "ctx",
         "deadline",
+        "deferred",
+        "ending",
+        "flushing",
         "inbox",
         "result",
         "settled",
@@ -85,12 +95,23 @@ class _Live:
         self.inbox: deque[tuple[Message, CallerSource | None]] = deque()
         self.waiter: asyncio.Future[tuple[Message, CallerSource | None]] | None = None
         self.cancel_reason: TaskState | None = None
+        # Set once the handler has stopped and its outcome is being settled (its on_cancel
+        # hook may be running): a stop now would cut that short, so it waits instead.
+        self.ending = False
         self.working = False
         self.started = False
         # Set by ``launch_watched``: done once the task settles or the handler is gone.
         self.settled: asyncio.Future[None] | None = None
         # The artifact of a skill's returned value, stored with the completion (``_run``).
         self.result: TaskArtifactUpdateEvent | None = None
+        # The WORKING the runner moves a skill function's task to, not stored yet: it goes
+        # with the handler's first event, or alone once the handler first waits
+        # (``_defer_start``); ``flushing`` writes it alone.
+        self.deferred: TaskStatusUpdateEvent | None = None
+        self.flushing: asyncio.Task[None] | None = None
+        # The task's version once an answer to its question was recorded (0: none): while
+        # the task is still there, the handler has not acted on it (``continue_task``).
+        self.answered_at = 0
 
     def settle(self) -> None:
         settled = self.settled
@@ -102,11 +123,49 @@ class _Live:
 
         A task cancelled before its first step never runs its coroutine at all (not even its
         ``finally``), so one that has not started is only marked: ``_run`` sees the mark and
-        records the outcome without calling the handler.
+        records the outcome without calling the handler. One whose handler has already
+        stopped (``ending``) is left to settle.
         """
+        if self.ending:
+            return
         self.cancel_reason = reason
         if self.started and self.task is not None:
             self.task.cancel()
+
+
+class WorkPlacement(Protocol):
+    """Where handlers run when processes share work (``peerwire.cluster.placement``).
+
+    The composition root (``create_app``, ``run_worker``) builds one and hands it to the
+    ``Runner``, which attaches itself; the runner knows nothing of what carries the work.
+    """
+
+    def attach(self, runner: Runner) -> None: ...
+
+    async def begin(self, group: asyncio.TaskGroup) -> None: ...
+
+    async def stop_taking_work(self) -> None: ...
+
+    async def end(self) -> None: ...
+
+    async def sweep(self) -> None: ...
+
+    async def start_elsewhere(self, task_id: str, tenant: str, owner: str) -> None: ...
+
+    async def continue_elsewhere(
+        self,
+        task_id: str,
+        context_id: str,
+        follow_up: Message,
+        tenant: str,
+        owner: str,
+        *,
+        expected_version: int | None = None,
+    ) -> None: ...
+
+    async def cancel_elsewhere(self, task_id: str, tenant: str) -> None: ...
+
+    async def run_leased(self, live: _Live) -> None: ...
 
 
 class Runner:
@@ -120,12 +179,10 @@ class Runner:
         *,
         max_working: int = 10_000,
         shutdown_grace: float = 10.0,
-        queue: RedisWorkQueue | None = None,
-        consume: bool = True,
+        placement: WorkPlacement | None = None,
     ) -> None:
-        """``queue`` shares the work between processes (``placement``): new and continued
-        tasks become jobs that any process consuming the queue runs; ``consume=False`` only
-        accepts work (a replica that runs no handlers itself)."""
+        """``placement`` shares the work between processes (``peerwire.cluster``): new and
+        continued tasks become jobs that any process consuming the queue runs."""
         self.agent = agent
         self.store = store
         self.bus = bus
@@ -152,11 +209,9 @@ class Runner:
         self._late_publications: set[asyncio.Task[None]] = set()
         # Told as a drain begins (the dispatcher ends its streams there).
         self._drain_listeners: list[Callable[[], None]] = []
-        self.placement: Placement | None = None
-        if queue is not None:
-            from ..cluster.placement import Placement
-
-            self.placement = Placement(self, queue, consume=consume)
+        self.placement = placement
+        if placement is not None:
+            placement.attach(self)
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -312,21 +367,36 @@ class Runner:
         tenant: str,
         owner: str,
         caller: CallerSource | None = None,
-    ) -> None:
-        """Get a new task's handler running: here, or through the queue on some worker."""
+    ) -> bool:
+        """Get a new task's handler running: here, or through the queue on some worker.
+
+        The task is stored already, so nothing here fails the call (its answer is the task):
+        False when the handler could be neither started nor queued now (the shutdown began;
+        the queue is away), and then the task stays SUBMITTED, for the sweeper to queue (or,
+        with no queue, the restart to recover). The working limit was checked before the task
+        was created (``check_capacity``), not again here.
+        """
         if self.placement is None:
-            self.start(
+            if not self._accepting:
+                return False
+            self._start(
                 skill,
                 task_id=task_id,
                 context_id=context_id,
                 message=message,
                 tenant=tenant,
                 owner=owner,
+                state=TaskState.SUBMITTED,
+                answers=[],
                 caller=caller,
             )
-        else:
-            self.check_capacity()
-            await self.placement.enqueue(task_id, tenant, "start", owner)
+            return True
+        try:
+            await self.placement.start_elsewhere(task_id, tenant, owner)
+        except Exception as exc:  # Redis away past the queue's retries: the sweeper queues it
+            log.warning("peerwire: task %s is stored but not queued yet: %s", task_id, exc)
+            return False
+        return True
 
     @property
     def sees_every_event(self) -> bool:
@@ -443,31 +513,62 @@ class Runner:
         earlier: list[Message],
         tenant: str,
         owner: str,
+        version: int,
+        state: TaskState,
         caller: CallerSource | None = None,
     ) -> None:
         """A follow-up message on a non-terminal task: record it and get it to the handler.
 
-        ``earlier`` are the caller's previous messages on the task, oldest first. A busy handler
-        finds the message in its inbox at its next ``ask``; a suspended one resumes with it; if
-        no process holds the handler (a restart), it runs again with ``ask``'s replay rule.
+        ``version`` and ``state`` are what the caller found the task at; ``earlier`` are the
+        caller's previous messages on the task, oldest first. A busy handler finds the message
+        in its inbox at its next ``ask``; a suspended one resumes with it; if no process holds
+        the handler (a restart), it runs again with ``ask``'s replay rule.
+
+        One answer per question: a task waiting for its caller (INPUT_REQUIRED, AUTH_REQUIRED)
+        takes the follow-up as its answer by compare-and-swap on ``version``, so of answers
+        sent at once one is recorded and the others are refused; so is a message that finds
+        the task WORKING on an answer its handler has not acted on yet (no event since). The
+        refusal is ``protocol.no_longer_waiting`` (``UnsupportedOperationError``).
         """
+        if state not in _WAITING and await self._answer_pending(task_id, version):
+            await self._refuse(task_id, tenant, follow_up)
         if self.is_live(task_id) and not self.is_waiting(task_id):
-            await self.store.append(task_id, [follow_up])
+            # A handler that is busy, or waits on something else than ``ask`` (an approval
+            # out of band while AUTH_REQUIRED): the message waits in its inbox and the
+            # state stays as it is. Found waiting, the task takes it only at that version.
+            try:
+                await self.store.append(
+                    task_id, [follow_up], expected_version=version if state in _WAITING else None
+                )
+            except (VersionConflictError, IllegalTransitionError):  # answered, or finished
+                await self._refuse(task_id, tenant, follow_up)
             self.deliver(task_id, follow_up, caller)
             return
         self.check_capacity()
-        if self.placement is not None and not self.is_live(task_id):
-            await self.placement.continue_elsewhere(task_id, context_id, follow_up, tenant, owner)
-            return
-        working = TaskStatusUpdateEvent(
-            task_id=task_id,
-            context_id=context_id,
-            status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
-        )
-        await self._append_and_publish(task_id, (follow_up, working), (working,))
-        if not self.deliver(task_id, follow_up, caller):
+        answer = version if state in _WAITING else None
+        try:
+            if self.placement is not None and not self.is_live(task_id):
+                await self.placement.continue_elsewhere(
+                    task_id, context_id, follow_up, tenant, owner, expected_version=answer
+                )
+                return
+            working = TaskStatusUpdateEvent(
+                task_id=task_id,
+                context_id=context_id,
+                status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
+            )
+            recorded = await self._append_and_publish(
+                task_id, (follow_up, working), (working,), expected_version=answer
+            )
+        except (VersionConflictError, IllegalTransitionError):
+            # Another answer came first, or the task finished meanwhile.
+            await self._refuse(task_id, tenant, follow_up)
+        if self.deliver(task_id, follow_up, caller):
+            if answer is not None:
+                self._live[task_id].answered_at = recorded
+        else:
             first = earlier[0] if earlier else follow_up
-            self.start(
+            live = self._start(  # capacity checked above
                 skill,
                 task_id=task_id,
                 context_id=context_id,
@@ -479,6 +580,45 @@ class Runner:
                 latest=follow_up,
                 caller=caller,
             )
+            if answer is not None:
+                live.answered_at = recorded
+
+    async def _answer_pending(self, task_id: str, version: int) -> bool:
+        """Whether the task, found at ``version``, is WORKING on an answer its handler has not
+        acted on yet: its last event is the WORKING an answer recorded.
+
+        The live handler knows when the answer went through this process. A store whose
+        appends never suspend (the memory store) serves one process, and the answer's request
+        marked its handler before any other request could look: nothing more to ask. Else the
+        answer may have come through another request mid-way, or another process: the store's
+        last two events tell (one read, for follow-ups to a working task only)."""
+        live = self._live.get(task_id)
+        if live is not None and live.answered_at == version:
+            return True
+        if self._atomic_appends or version < 3:
+            return False
+        found = await self.store.events_after(task_id, version - 2)
+        if found is None or found.version != version or found.events is None:
+            return False  # moved on meanwhile, or folded (no step by step): not provable
+        events = [event for _, event in found.events]
+        return (
+            len(events) == 2
+            and isinstance(events[0], Message)
+            and events[0].role is Role.USER
+            and isinstance(events[1], TaskStatusUpdateEvent)
+            and events[1].status.state is TaskState.WORKING
+            and events[1].status.message is None
+        )
+
+    async def _refuse(self, task_id: str, tenant: str, follow_up: Message) -> NoReturn:
+        """Refuse a follow-up the task can no longer take (another answered its question, or
+        it finished meanwhile), with the error for the state it is in now."""
+        record = await self.store.load(task_id, tenant=tenant)
+        if record is None:
+            raise TaskNotFoundError(f"Task {task_id} was not found", metadata={"taskId": task_id})
+        # A finished task refuses every message, as it did had it been found so.
+        resolve_continuation(follow_up, (record.context_id, record.state))
+        raise no_longer_waiting(task_id, record.state)
 
     async def wait_for_message(self, ctx: TaskContext) -> tuple[Message, CallerSource | None]:
         """``ctx.ask`` waits here: off the working count and off the clock."""
@@ -509,8 +649,11 @@ class Runner:
 
     # -- cancel -----------------------------------------------------------------------------
 
-    async def cancel(self, task_id: str, context_id: str, state: TaskState) -> None:
-        """Cancel the task: stop its handler if it runs here, then record CANCELED."""
+    async def cancel(
+        self, task_id: str, context_id: str, state: TaskState, *, tenant: str = ""
+    ) -> None:
+        """Cancel the task (of ``tenant``): stop its handler if it runs here (or ask the
+        process that runs it), then record CANCELED."""
         if state is TaskState.CANCELED:
             return
         if state in TERMINAL:
@@ -524,7 +667,7 @@ class Runner:
             await asyncio.wait({live.task})
             return
         if self.placement is not None:
-            await self.placement.cancel_elsewhere(task_id)
+            await self.placement.cancel_elsewhere(task_id, tenant)
         try:
             await self._emit_status(task_id, context_id, TaskState.CANCELED, None)
         except IllegalTransitionError:
@@ -535,7 +678,10 @@ class Runner:
     async def emit(
         self, ctx: TaskContext, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent
     ) -> None:
-        if self._atomic_appends:
+        live = self._live.get(ctx.task_id)
+        if live is not None and (live.deferred is not None or live.flushing is not None):
+            await self._emit_after_start(live, event)
+        elif self._atomic_appends:
             # ``_append_and_publish`` inlined: a handler's every event comes this way.
             version = await self.store.append(ctx.task_id, (event,))
             await self.bus.publish(ctx.task_id, version, event)
@@ -546,30 +692,108 @@ class Runner:
             if live is not None:
                 live.settle()
 
+    async def _emit_after_start(self, live: _Live, event: Published) -> None:
+        """``emit`` for a handler whose WORKING is deferred: one append of both."""
+        deferred = await self._take_deferred(live)
+        events = (event,) if deferred is None else (deferred, event)
+        try:
+            await self._append_and_publish(live.ctx.task_id, events, events)
+        except BaseException:
+            if deferred is not None and live.deferred is None:
+                live.deferred = deferred  # not known to be stored: the next write carries it
+            raise
+
+    def _defer_start(self, live: _Live) -> None:
+        """``ctx.start_work()`` before a skill function, written with the function's first
+        event: a function that finishes without waiting on anything (the common quick skill)
+        stores WORKING, its artifact and COMPLETED in one append, one commit and one publish.
+        Once the function first waits, WORKING is written on its own (``_flush_start``, in
+        the next turn of the loop), so a long-running handler's task shows WORKING at once."""
+        ctx = live.ctx
+        live.deferred = TaskStatusUpdateEvent(
+            task_id=ctx.task_id,
+            context_id=ctx.context_id,
+            status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
+        )
+        ctx.state = TaskState.WORKING
+        assert self._loop is not None
+        self._loop.call_soon(self._flush_start, live)
+
+    def _flush_start(self, live: _Live) -> None:
+        group = self._group
+        if live.deferred is None or live.flushing is not None or group is None:
+            return
+        write = self._write_start(live)
+        try:
+            live.flushing = group.create_task(write)
+        except RuntimeError:  # the runner is being torn down: the outcome's write carries it
+            write.close()
+
+    async def _write_start(self, live: _Live) -> None:
+        event = live.deferred
+        try:
+            if event is not None:
+                await self._append_and_publish(live.ctx.task_id, (event,), (event,))
+                if live.deferred is event:
+                    live.deferred = None
+        except Exception as exc:
+            # Kept in ``deferred``: the handler's next event (or its outcome) carries it.
+            log.warning("task %s: WORKING not recorded yet: %s", live.ctx.task_id, exc)
+        finally:
+            live.flushing = None
+
+    async def _take_deferred(self, live: _Live) -> TaskStatusUpdateEvent | None:
+        """The deferred WORKING still to write (once a write of it on its own has ended)."""
+        flushing = live.flushing
+        if flushing is not None:
+            await asyncio.wait({flushing})
+        deferred, live.deferred = live.deferred, None
+        return deferred
+
     async def _append_and_publish(
-        self, task_id: str, events: Sequence[Event], published: Sequence[Published]
-    ) -> None:
-        """Store ``events`` and publish ``published`` (the last of them), as one step a cancel
-        cannot split."""
+        self,
+        task_id: str,
+        events: Sequence[Event],
+        published: Sequence[Published],
+        *,
+        expected_version: int | None = None,
+    ) -> int:
+        """Store ``events`` (a compare-and-swap with ``expected_version``) and publish
+        ``published`` (the last of them), as one step a cancel cannot split; the new version."""
         if self._atomic_appends:
-            version = await self.store.append(task_id, events)
+            version = await self.store.append(task_id, events, expected_version=expected_version)
             await self._publish(task_id, version, published)
-        elif self._hooked_store is not None:
-            await self._hooked_then_publish(self._hooked_store, task_id, events, published)
-        else:
-            await asyncio.shield(self._store_then_publish(task_id, events, published))
+            return version
+        if self._hooked_store is not None:
+            return await self._hooked_then_publish(
+                self._hooked_store, task_id, events, published, expected_version
+            )
+        return await asyncio.shield(
+            self._store_then_publish(task_id, events, published, expected_version)
+        )
 
     async def _publish(self, task_id: str, version: int, published: Sequence[Published]) -> None:
         """Publish the last ``len(published)`` events of an append that reached ``version``."""
         first = version - len(published) + 1
+        if len(published) > 1:
+            # A bus that takes an append's events at once (RedisBus: one round trip).
+            publish_many = getattr(self.bus, "publish_many", None)
+            if publish_many is not None:
+                await publish_many(task_id, first, published)
+                return
         for offset, event in enumerate(published):
             await self.bus.publish(task_id, first + offset, event)
 
     async def _store_then_publish(
-        self, task_id: str, events: Sequence[Event], published: Sequence[Published]
-    ) -> None:
-        version = await self.store.append(task_id, events)
+        self,
+        task_id: str,
+        events: Sequence[Event],
+        published: Sequence[Published],
+        expected_version: int | None = None,
+    ) -> int:
+        version = await self.store.append(task_id, events, expected_version=expected_version)
         await self._publish(task_id, version, published)
+        return version
 
     async def _hooked_then_publish(
         self,
@@ -577,7 +801,8 @@ class Runner:
         task_id: str,
         events: Sequence[Event],
         published: Sequence[Published],
-    ) -> None:
+        expected_version: int | None = None,
+    ) -> int:
         """``_store_then_publish`` without a shield: the store's hook hears of the commit even
         if this caller is cancelled while the write goes on, and then the events are published
         by a Task of its own. Publishing (in-process) does not suspend, so nothing else can
@@ -592,13 +817,16 @@ class Runner:
                 self._publish_later(task_id, version, published)
 
         try:
-            version = await store.append(task_id, events, on_durable=durable)
+            version = await store.append(
+                task_id, events, expected_version=expected_version, on_durable=durable
+            )
         except asyncio.CancelledError:
             abandoned = True
             if stored is not None:  # committed before the cancel reached this caller
                 self._publish_later(task_id, stored, published)
             raise
         await self._publish(task_id, version, published)
+        return version
 
     def _publish_later(self, task_id: str, version: int, published: Sequence[Published]) -> None:
         task = asyncio.get_running_loop().create_task(self._publish(task_id, version, published))
@@ -612,9 +840,12 @@ class Runner:
         state: TaskState,
         text: str | None,
         result: TaskArtifactUpdateEvent | None = None,
+        *,
+        leading: TaskStatusUpdateEvent | None = None,
     ) -> None:
         """Record ``state`` (with ``text`` as the agent's message), after ``result``'s artifact
-        when given: both in one append (one commit for a durable store), both published."""
+        when given, after ``leading`` (a deferred WORKING) when given: all in one append (one
+        commit for a durable store), all published."""
         message = None
         if text is not None:
             message = Message(
@@ -630,6 +861,8 @@ class Runner:
             status=TaskStatus(state=state, message=message, timestamp=now_timestamp()),
         )
         events = (event,) if result is None else (result, event)
+        if leading is not None:
+            events = (leading, *events)
         await self._append_and_publish(task_id, events, events)
 
     # -- running a handler ------------------------------------------------------------------
@@ -638,15 +871,30 @@ class Runner:
         try:
             outcome = await self._handle(live)
             ctx = live.ctx
-            if outcome is None or ctx.state in TERMINAL:
+            leading = await self._take_deferred(live)
+            settled = outcome is None or ctx.state in TERMINAL
+            if settled and leading is None:
                 return
-            # A returned value's artifact goes with the completion, and only with it (a time
-            # limit that struck as the skill returned fails the task without it).
-            result = live.result if outcome[0] is TaskState.COMPLETED else None
             try:
-                await self._emit_status(ctx.task_id, ctx.context_id, *outcome, result)
+                if outcome is None or settled:
+                    # Not expected (the handler's own events carry a deferred WORKING), but
+                    # never dropped.
+                    assert leading is not None
+                    await self._append_and_publish(ctx.task_id, (leading,), (leading,))
+                    return
+                # A returned value's artifact goes with the completion, and only with it (a
+                # time limit that struck as the skill returned fails the task without it).
+                result = live.result if outcome[0] is TaskState.COMPLETED else None
+                await self._emit_status(
+                    ctx.task_id, ctx.context_id, *outcome, result, leading=leading
+                )
+                ctx.state = outcome[0]  # what the task is now (``Placement.run_leased``)
             except (IllegalTransitionError, TaskNotFoundError):
                 log.debug("task %s: final state not recorded, it changed meanwhile", ctx.task_id)
+            except Exception:
+                # The store or the bus failed (an outage): one task's outcome, never a reason
+                # for the runner's task group, and so the process, to end.
+                log.exception("peerwire: task %s: final state not recorded", ctx.task_id)
         finally:
             live.settle()  # the handler is gone: a blocking send waits no longer
 
@@ -670,6 +918,9 @@ class Runner:
             except TimeoutError:
                 if live.deadline is None or not live.deadline.expired():
                     raise  # the handler's own TimeoutError: its failure, handled below
+                # Stopped as a cancel stops it: the skill's on_cancel hook cleans up.
+                live.ending = True
+                await _run_cancel_hook(live)
                 return (
                     TaskState.FAILED,
                     f"the task did not finish within its time limit of {timeout:g} s",
@@ -696,7 +947,8 @@ class Runner:
             await skill.executor.execute(ctx)
             return _leftover(ctx)
         assert skill.function is not None
-        await ctx.start_work()
+        if ctx.state is not TaskState.WORKING:
+            self._defer_start(live)  # ``ctx.start_work()``, written with what comes next
         result = await skill.function(*[_argument(kind, ctx) for kind in skill.arguments])
         if result is None:
             return _leftover(ctx)
@@ -718,18 +970,30 @@ class Runner:
         return (TaskState.COMPLETED, None)
 
     async def _after_cancel(self, live: _Live) -> tuple[TaskState, str | None] | None:
+        live.ending = True
         if live.cancel_reason is TaskState.CANCELED:
-            hook = live.skill.on_cancel
-            if hook is not None:
-                try:
-                    async with asyncio.timeout(5):
-                        await hook(live.ctx)
-                except Exception as exc:
-                    log.info("task %s: cancel hook raised %s", live.ctx.task_id, type(exc).__name__)
+            await _run_cancel_hook(live)
             return (TaskState.CANCELED, None)
         if live.cancel_reason is TaskState.FAILED:
             return (TaskState.FAILED, "the server shut down before the task finished")
         return None  # parked in ask at shutdown: the task keeps waiting for its caller
+
+
+async def _run_cancel_hook(live: _Live) -> None:
+    """The skill's ``on_cancel`` hook, once its handler was stopped (CancelTask, the time
+    limit), bounded: its failure is logged, never the task's outcome."""
+    hook = live.skill.on_cancel
+    if hook is None or live.ctx.state in TERMINAL:
+        return  # a handler that finished its task before it stopped has nothing to undo
+    try:
+        async with asyncio.timeout(_CANCEL_HOOK_LIMIT_S):
+            await hook(live.ctx)
+    except Exception as exc:
+        log.info("task %s: cancel hook raised %s", live.ctx.task_id, type(exc).__name__)
+
+
+# How long an on_cancel hook may take before it is cut short.
+_CANCEL_HOOK_LIMIT_S = 5.0
 
 
 def _argument(kind: str, ctx: TaskContext) -> Any:

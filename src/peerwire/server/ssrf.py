@@ -1,5 +1,5 @@
 """The SSRF guard for webhook URLs: a push config must not turn the agent into a proxy that
-reaches the network behind it (facts §10.3).
+reaches the network behind it (A2A spec §13.2).
 
 A webhook URL is accepted when it is ``http`` or ``https``, names a host, carries no
 credentials, and *every* address its host resolves to is a public unicast address. Refused:

@@ -20,7 +20,8 @@ fails with an ordinary assertion that says which rule of the interface was broke
 
 The rules covered: creating and loading, appending (one event or an all-or-nothing batch,
 validated by the task state machine, one version per event, the ``on_durable`` hook), history
-and chunked artifacts, compare-and-swap versions under concurrency, ListTasks
+and chunked artifacts, compare-and-swap versions under concurrency (of answers to one question,
+one is recorded), the events after a version (``events_after``), ListTasks
 filters/ordering/paging, scoping by tenant and owner (loads and snapshots), restart recovery
 (``unfinished``), retention, push-config storage and the push outbox (rows written with the
 events, claimed in order one per config, leased, retried, failed, delivered, dropped with
@@ -37,8 +38,8 @@ from typing import Any
 import pytest
 
 from ..errors import IllegalTransitionError, TaskNotFoundError, VersionConflictError
-from ..protocol import Event, ListQuery, TaskRecord, list_query, sort_key
-from ..server.stores.base import OutboxRow, TaskStore
+from ..protocol import Event, ListQuery, TaskRecord, fold_events, list_query, sort_key
+from ..server.stores.base import EventsAfter, OutboxRow, TaskStore
 from ..types import (
     Artifact,
     AuthenticationInfo,
@@ -145,6 +146,22 @@ def _push(
     task_id: str, config_id: str, url: str = "https://example.com/hook"
 ) -> TaskPushNotificationConfig:
     return TaskPushNotificationConfig(id=config_id, task_id=task_id, url=url, token="t")
+
+
+def _check_events_after(
+    found: EventsAfter | None, after: int, version: int, then: Task, now: Task
+) -> None:
+    """``found`` (``events_after(task, after)``) takes the task from ``then`` (at ``after``) to
+    ``now`` (at ``version``)."""
+    assert found is not None, "a stored task has events after any version"
+    assert found.version == version, (after, found.version)
+    if found.events is None:
+        assert found.task == now, f"after {after}: without the events, the task as it is now"
+        return
+    versions = [v for v, _ in found.events]
+    assert versions == list(range(after + 1, version + 1)), (after, versions)
+    folded = fold_events(then, [event for _, event in found.events])
+    assert folded == now, f"after {after}: the events fold into the task as it is now"
 
 
 async def _stored(store: TaskStore, record: TaskRecord, tenant: str = "", owner: str = "") -> Task:
@@ -364,6 +381,36 @@ class StoreSuite:
         winner = S.WORKING if outcomes[0] == 2 else S.REJECTED
         assert loaded.state is winner
 
+    async def test_two_answers_to_one_question_one_is_recorded(self, store: TaskStore) -> None:
+        """A follow-up answers an interrupted task by compare-and-swap on the version it found
+        the task at: of answers sent at once, one is recorded, whole; the others conflict."""
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        asked = [status_event(record, S.INPUT_REQUIRED, at=1, text="Colour?")]
+        waiting = await store.append(record.id, asked)
+        answers = [
+            message(colour, task_id=record.id, context_id=record.context_id)
+            for colour in ("red", "green", "blue", "mauve")
+        ]
+        outcomes = await asyncio.gather(
+            *(
+                store.append(
+                    record.id,
+                    [answer, status_event(record, S.WORKING, at=2)],
+                    expected_version=waiting,
+                )
+                for answer in answers
+            ),
+            return_exceptions=True,
+        )
+        wins = [i for i, outcome in enumerate(outcomes) if outcome == waiting + 2]
+        conflicts = [o for o in outcomes if isinstance(o, VersionConflictError)]
+        assert len(wins) == 1 and len(conflicts) == 3, outcomes
+        assert all(c.expected == waiting and c.actual == waiting + 2 for c in conflicts)
+        task = await _stored(store, record)
+        assert [m.text for m in task.history] == ["hello", "Colour?", answers[wins[0]].text]
+        assert task.status.state is S.WORKING
+
     async def test_concurrent_appends_are_serialised(self, store: TaskStore) -> None:
         record = new_record()
         await store.create(record, tenant="", owner="")
@@ -397,6 +444,49 @@ class StoreSuite:
             assert task.status.state is S.COMPLETED
             parts = [p.text for a in task.artifacts for p in a.parts]
             assert parts == [str(k) for k in range(i)]
+
+    # -- the events after a version (a subscriber filling a gap) ------------------------------
+
+    async def test_events_after_a_version_rebuild_the_task(self, store: TaskStore) -> None:
+        """From every version on, what ``events_after`` gives brings the task as it was then
+        to the task now: its events one by one, in order with their versions, or (folded
+        into the snapshot) the task itself."""
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        then = {1: await _stored(store, record)}
+        steps: list[list[Event]] = [
+            [status_event(record, S.WORKING, at=1)],
+            [artifact_event(record, "log", "a", name="log")],
+            [artifact_event(record, "log", "b", append=True)],
+            [message("more", task_id=record.id, context_id=record.context_id)],
+            [artifact_event(record, "log", "c", append=True), status_event(record, S.WORKING)],
+        ]
+        for step in steps:
+            version = await store.append(record.id, step)
+            then[version] = await _stored(store, record)
+        now = await _stored(store, record)
+        for after, task in then.items():
+            found = await store.events_after(record.id, after)
+            _check_events_after(found, after, 7, task, now)
+        nothing = await store.events_after(record.id, 7)
+        assert nothing == EventsAfter(7, []), "nothing newer: no events, no task"
+
+    async def test_events_after_a_settled_task(self, store: TaskStore) -> None:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        before = await _stored(store, record)
+        await store.append(record.id, [status_event(record, S.WORKING, at=1)])
+        await store.append(
+            record.id,
+            [artifact_event(record, "out", "x"), status_event(record, S.COMPLETED, at=2)],
+        )
+        now = await _stored(store, record)
+        _check_events_after(await store.events_after(record.id, 1), 1, 4, before, now)
+        assert await store.events_after(record.id, 4) == EventsAfter(4, [])
+        assert await store.events_after(record.id, 9) == EventsAfter(4, []), "ahead of the task"
+
+    async def test_events_after_for_a_missing_task_is_none(self, store: TaskStore) -> None:
+        assert await store.events_after("no-such-task", 0) is None
 
     # -- scoping -----------------------------------------------------------------------------
 
@@ -629,7 +719,7 @@ class StoreSuite:
         await store.save_push_config(_push(record.id, "c1"))
         await store.append(record.id, [status_event(record, S.COMPLETED, at=1)])
         assert await store.get_push_config(record.id, "c1") is not None
-        # A config may be added to a finished task too (facts §2.3 (7)).
+        # A config may be added to a finished task too (A2A spec §3.1.7).
         await store.save_push_config(_push(record.id, "c2"))
         assert len(await store.list_push_configs(record.id)) == 2
 
@@ -734,6 +824,27 @@ class StoreSuite:
         assert await store.claim_due(now + 30, limit=5, lease=1) == []
         [again] = await store.claim_due(now + 61, limit=5, lease=1)
         assert (again.id, again.attempts, again.last_error) == (claimed.id, 2, "HTTP 503")
+
+    async def test_a_claim_given_back_is_not_counted_and_waits(self, store: TaskStore) -> None:
+        """``release_claim``: the row is due again at the given time, with the attempts it
+        had before the claim and its last error; the config's later rows keep waiting."""
+        record = await self._pushed_task(store, "c")
+        await store.append(record.id, [artifact_event(record, "a", "x")])
+        await store.append(record.id, [artifact_event(record, "b", "y")])
+        now = _later()
+        [claimed] = await store.claim_due(now, limit=5, lease=1)
+        await store.mark_retry(claimed.id, now, "HTTP 503")
+        [again] = await store.claim_due(now, limit=5, lease=30)
+        assert again.attempts == 2
+        await store.release_claim(again.id, now + 60)
+        assert await store.claim_due(now + 59, limit=5, lease=30) == []
+        [back] = await store.claim_due(now + 61, limit=5, lease=30)
+        assert (back.id, back.attempts, back.last_error) == (claimed.id, 2, "HTTP 503")
+        await store.mark_delivered(back.id)
+        await store.release_claim(back.id, now)  # late: a delivered row stays delivered
+        delivered = _row(await store.outbox(record.id), back.id)
+        assert (delivered.state, delivered.attempts) == ("delivered", 2)
+        await store.release_claim("no-such-row", now)
 
     async def test_a_failed_row_keeps_its_reason_and_lets_the_next_go(
         self, store: TaskStore

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import time
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any, Self
 
 import msgspec
 
@@ -35,9 +35,20 @@ class Model(
 ):
     """Base of every A2A object: frozen, keyword-only, ProtoJSON on the wire."""
 
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` applied, the object itself unchanged (it is frozen)::
+
+            extended = card.replace(skills=[*card.skills, admin_skill])
+
+        Each change is a field name (snake_case, as the constructor takes it) and its new
+        value; the new object is checked as the constructor checks it (``__post_init__``).
+        An unknown name raises ``TypeError``.
+        """
+        return msgspec.structs.replace(self, **changes)
+
 
 class TaskState(enum.Enum):
-    """The state of a task (facts §3.2). Values are the ProtoJSON names."""
+    """The state of a task (A2A spec §4.1). Values are the ProtoJSON names."""
 
     UNSPECIFIED = "TASK_STATE_UNSPECIFIED"
     SUBMITTED = "TASK_STATE_SUBMITTED"
@@ -78,7 +89,7 @@ _TASK_STATES_BY_NUMBER = {n: s for s, n in _TASK_STATE_NUMBERS.items()}
 
 
 class Role(enum.Enum):
-    """Who authored a message (facts §3.2)."""
+    """Who authored a message (A2A spec §4.1)."""
 
     UNSPECIFIED = "ROLE_UNSPECIFIED"
     USER = "ROLE_USER"

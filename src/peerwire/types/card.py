@@ -1,4 +1,4 @@
-"""The agent card and its parts (facts §3.6)."""
+"""The agent card and its parts (A2A spec §4.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What agents exchange: parts, messages and artifacts (facts §3.2)."""
+"""What agents exchange: parts, messages and artifacts (A2A spec §4.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Push-notification configuration (facts §3.5); 1.0 has no separate PushNotificationConfig."""
+"""Push-notification configuration (A2A spec §4.3); 1.0 has no separate PushNotificationConfig."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Request and response messages of the eleven operations (facts §3.4)."""
+"""Request and response messages of the eleven operations (A2A spec §3.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Security schemes and requirements declared by agent cards and skills (facts §3.7)."""
+"""Security schemes and requirements declared by agent cards and skills (A2A spec §4.5)."""
 
 from __future__ import annotations
 

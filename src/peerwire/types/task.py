@@ -1,4 +1,4 @@
-"""Tasks, their status, and the events and responses that carry them (facts §3.2, §3.3)."""
+"""Tasks, their status, and the events and responses that carry them (A2A spec §4.1, §4.2)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Our a2a.proto against the facts sheet (§1, §2.1, §3), and its generated modules.
+"""Our a2a.proto against the A2A project's normative a2a.proto, and its generated modules.
 
-The field table below is transcribed from facts §3.2-§3.7 (number, and whether the field has
+The field table below is transcribed from the A2A proto (number, and whether the field has
 presence: ``optional`` scalars, oneof members and message fields). The interop suite also
 compares the whole descriptor with a2a-sdk's (tests/interop/test_grpc_interop.py).
 """
@@ -23,7 +23,7 @@ from peerwire.types import Role, TaskState
 ROOT = Path(__file__).resolve().parents[3]
 GEN_DIR = ROOT / "src" / "peerwire" / "bindings" / "grpc" / "_gen"
 
-# message -> {field: (number, oneof or None)}; facts §3.2-§3.7.
+# message -> {field: (number, oneof or None)}; from the A2A proto.
 FIELDS: dict[str, dict[str, tuple[int, str | None]]] = {
     "SendMessageConfiguration": {
         "accepted_output_modes": (1, None),
@@ -245,7 +245,7 @@ FIELDS: dict[str, dict[str, tuple[int, str | None]]] = {
     "ListTaskPushNotificationConfigsResponse": {"configs": (1, None), "next_page_token": (2, None)},
 }
 
-# facts §2.1: the rpcs in the proto's order, with their request, response and streaming flag.
+# The rpcs in the A2A proto's order, with their request, response and streaming flag.
 SERVICE = [
     ("SendMessage", "SendMessageRequest", "SendMessageResponse", False),
     ("SendStreamingMessage", "SendMessageRequest", "StreamResponse", True),

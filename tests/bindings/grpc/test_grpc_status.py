@@ -1,5 +1,5 @@
 """The gRPC error codec against the error vectors: the REST body of each vector names the gRPC
-status (``status``) and holds the very details the gRPC status must carry (facts §7.4)."""
+status (``status``) and holds the very details the gRPC status must carry (A2A spec §10)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_every_a2a_error_has_error_info_in_the_a2a_domain() -> None:
 
 
 def test_reason_wins_over_a_shared_or_legacy_status() -> None:
-    # 1.0.0 servers answered UnsupportedOperationError with UNIMPLEMENTED (facts §7.2, E2).
+    # 1.0.0 servers answered UnsupportedOperationError with UNIMPLEMENTED (the 1.0.0 table).
     _, _, details = encode_status(errors.UnsupportedOperationError("no"))
     status = status_pb2.Status.FromString(details)
     status.code = 12

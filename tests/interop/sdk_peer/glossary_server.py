@@ -22,15 +22,15 @@ Agent behaviour (message text, stripped and lower-cased):
                         COMPLETED; cancellable.
   * anything else    -> FAILED, status message "I do not know the term '<term>'."
 
-a2a-sdk 1.3.0 server wire behaviour, checked against the facts file (2026-11-30):
+a2a-sdk 1.3.0 server wire behaviour, as observed (2026-11-30):
   * Deviations: timestamps carry microseconds ("...T19:15:23.387964Z"; spec SHOULD
     is milliseconds), and ListTasks (JSON-RPC and REST) emits default-valued
     members in nested messages ("filename": "", "mediaType": "", "extensions": [],
     "referenceTaskIds": []) that ProtoJSON, and its own other responses, omit.
-  * Contrary to the facts file's [SDK] notes (E18, section 4.3), a message to a
-    terminal task IS refused with UnsupportedOperationError (-32004; REST 400
+  * Contrary to what is said of earlier a2a-sdk versions (InvalidParamsError), a message
+    to a terminal task IS refused with UnsupportedOperationError (-32004; REST 400
     FAILED_PRECONDITION / UNSUPPORTED_OPERATION), as the spec says.
-  * Choices the facts file leaves open: CancelTask on a CANCELED task is
+  * Choices the spec leaves open: CancelTask on a CANCELED task is
     TaskNotCancelableError (-32002); the stream closes at INPUT_REQUIRED; REST
     subscribe answers both GET and POST; the first streamed event is the Task in
     SUBMITTED; a missing A2A-Version is taken as 0.3 and refused (-32009).

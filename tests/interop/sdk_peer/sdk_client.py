@@ -30,15 +30,15 @@ mapped the failure to on any binding (else the HTTP status or gRPC status name);
 ``status`` adds the HTTP status / gRPC status name underneath, ``data`` the
 error's ErrorInfo metadata or validation details.
 
-a2a-sdk 1.3.0 client behaviour worth knowing (vs. the facts file):
+a2a-sdk 1.3.0 client behaviour worth knowing:
   * ``Client.send_message`` silently falls back to a blocking SendMessage when the
     card says ``capabilities.streaming`` is false, so "stream" then prints one event;
     ``subscribe`` raises NotImplementedError in that case.
-  * The REST transport subscribes with ``POST /tasks/{id}:subscribe`` (facts E1:
-    the proto says GET, the spec text POST).
+  * The REST transport subscribes with ``POST /tasks/{id}:subscribe`` (the
+    proto's http rule says GET, the spec text POST).
   * The gRPC transport hands ``AgentInterface.url`` unchanged to
     ``ClientConfig.grpc_channel_factory``; ours strips a scheme, so both card
-    forms (``host:port`` and a URL, facts E14) work.
+    forms (``host:port`` and a URL) work.
   * It sends ``A2A-Version: 1.0`` on every request (HTTP header / gRPC metadata).
   * Of the allowed binding's interfaces it takes the first with protocolVersion
     1.0, else the first above 1.0, else the first >= 0.3 (which gets the SDK's 0.3

@@ -1,4 +1,4 @@
-"""Service parameters on every binding (facts §8): ``A2A-Version`` and ``A2A-Extensions``.
+"""Service parameters on every binding (A2A spec §3.2.6): ``A2A-Version`` and ``A2A-Extensions``.
 
 Raw calls (``Peer.wire``) send exactly the parameters under test, headers for the HTTP bindings
 and metadata for gRPC, and decode the answer with the binding's own error converter: each

@@ -262,7 +262,7 @@ async def test_list_tasks_filters_and_omits_artifacts(peer: Peer) -> None:
     failed = await send_task(peer, "x", skill="boom", context_id=context_id)
     listed = await in_context(peer, context_id)
     assert sorted(t.id for t in listed) == sorted(t.id for t in [*made, failed])
-    # Newest status first (facts §2.3 (4)); artifacts only when asked for.
+    # Newest status first (A2A spec §3.1.4); artifacts only when asked for.
     stamps = [t.status.timestamp or "" for t in listed]
     assert stamps == sorted(stamps, reverse=True)
     assert all(t.artifacts == [] for t in listed)
@@ -337,7 +337,7 @@ async def test_cancel_a_working_task(peer: Peer, controls: Controls) -> None:
     assert canceled.status.state is TaskState.CANCELED
     assert task.id in controls.canceled, "the skill's on_cancel hook ran"
     assert await peer.client.get_task(task.id) == canceled
-    # Canceling again is idempotent: the same task comes back (facts §14).
+    # Canceling again is idempotent: the same task comes back (the spec leaves it open).
     assert await peer.client.cancel_task(task.id) == canceled
 
 

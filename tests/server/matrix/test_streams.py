@@ -1,4 +1,4 @@
-"""Streams over each binding: SendStreamingMessage and SubscribeToTask (facts §5.4, §5.5).
+"""Streams over each binding: SendStreamingMessage and SubscribeToTask (A2A spec §3.1.2, §3.1.6).
 
 A stream starts with the Task (or is the single Message), then carries every later event once,
 in order; it closes at a terminal state and at INPUT_REQUIRED, not at AUTH_REQUIRED. Folding

@@ -1,4 +1,4 @@
-"""Errors on the gRPC binding (facts §6.3, §7.4): a status code, a message, and a serialized
+"""Errors on the gRPC binding (A2A spec §10): a status code, a message, and a serialized
 ``google.rpc.Status`` whose ``details`` carry an ``ErrorInfo`` (reason, domain ``a2a-protocol.org``,
 metadata) and, for bad fields, a ``BadRequest``; it travels in the ``grpc-status-details-bin``
 trailer. The codes and reasons come from ``peerwire.errors``; this module only changes their form.
@@ -30,7 +30,13 @@ from ...errors import (
     wire_message,
 )
 
-__all__ = ["DETAILS_KEY", "TRAILER_BUDGET", "decode_status", "encode_status"]
+__all__ = [
+    "DETAILS_KEY",
+    "TRAILER_BUDGET",
+    "carries_error_info",
+    "decode_status",
+    "encode_status",
+]
 
 DETAILS_KEY = "grpc-status-details-bin"
 """The trailing-metadata key of the serialized ``google.rpc.Status``."""
@@ -42,15 +48,22 @@ half of a default client's metadata limit, the rest left for other trailers."""
 _SHORTER_LIMITS = (MAX_ERROR_TEXT // 4, MAX_ERROR_TEXT // 16)
 
 
-def encode_status(error: A2AError) -> tuple[int, str, bytes]:
+def encode_status(
+    error: A2AError, *, code: int | None = None, prefix: str = ""
+) -> tuple[int, str, bytes]:
     """The status code number, message and serialized ``google.rpc.Status`` for ``error``,
-    within ``TRAILER_BUDGET``."""
-    code, message = grpc_status_of(error)
+    within ``TRAILER_BUDGET``.
+
+    ``code`` replaces the code of the wire table and ``prefix`` is put before the message
+    (the 0.3 binding's ``"TaskNotFoundError: "``); by default, the 1.0 binding's status."""
+    table_code, message = grpc_status_of(error)
+    code = table_code if code is None else code
+    message = prefix + message
     details = _serialized(code, message, error_details(error))
     for limit in _SHORTER_LIMITS:
         if _wire_size(message, details) <= TRAILER_BUDGET:
             break
-        message = wire_message(error, limit)
+        message = prefix + wire_message(error, limit)
         details = _serialized(code, message, error_details(error, limit))
     else:
         if _wire_size(message, details) > TRAILER_BUDGET:
@@ -104,6 +117,12 @@ def decode_status(code: int, message: str, details: bytes | None) -> A2AError:
     parse, or whose status code contradicts the call's, are ignored rather than trusted.
     """
     return from_grpc_status(code, message, _details(code, details))
+
+
+def carries_error_info(code: int, details: bytes | None) -> bool:
+    """Whether ``details`` (a ``grpc-status-details-bin`` trailer) is a status of ``code``
+    holding an ``ErrorInfo``: an error ``decode_status`` classifies by its reason."""
+    return any(d["@type"] == ERROR_INFO_TYPE and d["reason"] for d in _details(code, details))
 
 
 def _details(code: int, raw: bytes | None) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The gRPC binding, client side (facts §6.3): unary and server-streaming calls on a
+"""The gRPC binding, client side (A2A spec §10): unary and server-streaming calls on a
 ``grpc.aio`` channel.
 
 Every call carries ``a2a-version: 1.0`` metadata, the extensions asked for as
@@ -13,11 +13,11 @@ DEADLINE_EXCEEDED is ``A2ATimeoutError``; UNAVAILABLE, and CANCELLED we did not 
 
 Decisions the spec leaves open:
 
-* The interface URL is ``host:port``; a ``scheme://`` prefix and any path are stripped (facts
-  E14: sample cards write ``https://host/a2a/grpc``). ``https``/``grpcs`` mean TLS,
-  ``http``/``grpc`` plaintext; a bare ``host:port`` uses TLS unless the host is a loopback
-  address (the binding is TLS by spec, and local test servers are not). ``secure=`` or
-  ``credentials=`` override this.
+* The interface URL is ``host:port``; a ``scheme://`` prefix and any path are stripped (the
+  proto says ``host:port``, the spec's sample cards write ``https://host/a2a/grpc``).
+  ``https``/``grpcs`` mean TLS, ``http``/``grpc`` plaintext; a bare ``host:port`` uses TLS
+  unless the host is a loopback address (the binding is TLS by spec, and local test servers
+  are not). ``secure=`` or ``credentials=`` override this.
 * Credentials travel as metadata (``authorization``, API-key header names in lower case).
   Query parameters cannot: a call asked to carry an API key in the query string is refused
   with ``AuthenticationError`` instead of being sent without it. A client certificate
@@ -143,25 +143,23 @@ class GrpcTransport:
     async def call(
         self, operation: Operation, request: Any, response_type: type[T], options: CallOptions
     ) -> T:
-        rpc = _rpc(operation, streaming=False)
-        payload = _encode(rpc, request)
+        rpc = self._rpc(operation, streaming=False)
+        payload = self._encode(rpc, request)
         timeout = options.timeout if options.timeout is not None else self._timeout
         method = self._open().unary_unary(rpc.path)
         try:
-            answer = await method(payload, metadata=_metadata(options), timeout=timeout)
+            answer = await method(payload, metadata=self._metadata(options), timeout=timeout)
         except grpc.aio.AioRpcError as exc:
-            raise self._failure(exc, operation) from None
-        if rpc.response is None:
-            return cast(T, None)
-        return cast(T, self._decode(answer, rpc.response, operation))
+            raise self._failure(exc, operation, operation) from None
+        return cast(T, self._answer(rpc, answer, operation))
 
     async def stream(
         self, operation: Operation, request: Any, options: CallOptions
     ) -> AsyncIterator[StreamResponse]:
-        rpc = _rpc(operation, streaming=True)
-        payload = _encode(rpc, request)
+        rpc = self._rpc(operation, streaming=True)
+        payload = self._encode(rpc, request)
         wait = options.timeout if options.timeout is not None else self._timeout
-        call = self._open().unary_stream(rpc.path)(payload, metadata=_metadata(options))
+        call = self._open().unary_stream(rpc.path)(payload, metadata=self._metadata(options))
         try:
             while True:
                 try:
@@ -173,10 +171,10 @@ class GrpcTransport:
                         url=self.url,
                     ) from None
                 except grpc.aio.AioRpcError as exc:
-                    raise self._failure(exc, f"the {operation} stream") from None
+                    raise self._failure(exc, f"the {operation} stream", operation) from None
                 if raw is grpc.aio.EOF:
                     return
-                yield self._decode(raw, StreamResponse, operation)
+                yield self._answer(rpc, raw, operation)
                 wait = self._stream_idle_timeout
         finally:
             call.cancel()  # a no-op once the call has ended; else it ends the server's stream
@@ -199,18 +197,41 @@ class GrpcTransport:
             self._owns_channel = True
         return self._channel
 
-    def _decode(self, raw: bytes, type_: type[Any], operation: str) -> Any:
-        try:
-            return from_bytes(raw, type_)
-        except A2AError as exc:
-            # The server's answer does not fit the protocol: not the caller's invalid params.
-            raise InvalidResponseError(
-                f"{operation} to {self.url} got an invalid answer: it is not a valid "
-                f"{type_.__name__}: {exc.message}",
-                url=self.url,
-            ) from None
+    # The protocol version's own parts; a subclass for another version replaces these.
 
-    def _failure(self, exc: grpc.aio.AioRpcError, what: str) -> PeerwireError:
+    def _rpc(self, operation: Operation, *, streaming: bool) -> Any:
+        """The rpc that carries ``operation``: anything with a ``path``."""
+        return _rpc(operation, streaming=streaming)
+
+    def _encode(self, rpc: Any, request: Any) -> bytes:
+        return _encode(rpc, request)
+
+    def _answer(self, rpc: Any, raw: bytes, operation: str) -> Any:
+        """The answer's bytes as our type (``None`` for Empty); InvalidResponseError when
+        they do not make one."""
+        if rpc.response is None:
+            return None
+        try:
+            return from_bytes(raw, rpc.response)
+        except A2AError as exc:
+            raise self._invalid(operation, rpc.response, exc) from None
+
+    def _metadata(self, options: CallOptions) -> tuple[tuple[str, str], ...]:
+        return _metadata(options)
+
+    def _status(self, code: int, message: str, details: bytes | None, operation: str) -> A2AError:
+        """The error an (A2A) status stands for."""
+        return decode_status(code, message, details)
+
+    def _invalid(self, operation: str, type_: type[Any], exc: A2AError) -> InvalidResponseError:
+        # The server's answer does not fit the protocol: not the caller's invalid params.
+        return InvalidResponseError(
+            f"{operation} to {self.url} got an invalid answer: it is not a valid "
+            f"{type_.__name__}: {exc.message}",
+            url=self.url,
+        )
+
+    def _failure(self, exc: grpc.aio.AioRpcError, what: str, operation: str) -> PeerwireError:
         code = exc.code()
         message = exc.details() or ""
         details = _trailer(exc.trailing_metadata(), DETAILS_KEY)
@@ -226,7 +247,7 @@ class GrpcTransport:
                         "does not accept)"
                     )
                 return A2AConnectionError(f"{what} to {self.url} failed: {detail}", url=self.url)
-        return decode_status(code.value[0], message, details)
+        return self._status(code.value[0], message, details, operation)
 
 
 def _tls_trouble(message: str) -> bool:
@@ -296,10 +317,23 @@ def create_transport(
     """The registry's factory for ``GRPC`` interfaces; ``options`` go to ``GrpcTransport``.
 
     Returns ``None`` when the client reaches an in-process app, which has no gRPC endpoint.
+    (Interfaces at protocol version 0.3 have a factory of their own, ``grpc_v03``.)
     """
+    return _create(GrpcTransport, interface, settings, options)
+
+
+G = TypeVar("G", bound="GrpcTransport")
+
+
+def _create(
+    cls: type[G],
+    interface: AgentInterface,
+    settings: TransportSettings | None,
+    options: dict[str, Any],
+) -> G | None:
     if settings is not None:
         if settings.in_process:
             return None
         options.setdefault("timeout", settings.timeout)
         options.setdefault("client_tls", settings.client_tls)
-    return GrpcTransport(interface.url, **options)
+    return cls(interface.url, **options)

@@ -1,4 +1,4 @@
-"""The JSON-RPC 2.0 binding, client side (facts §6.1): POSTs and SSE streams over HTTP.
+"""The JSON-RPC 2.0 binding, client side (A2A spec §9): POSTs and SSE streams over HTTP.
 
 Unary calls POST one request envelope and decode the ``result`` into the expected type.
 Streaming calls ask for ``text/event-stream`` and branch on the answer's Content-Type: an error
@@ -8,6 +8,13 @@ iterator as its class (``StreamEndedError`` when the server ended the stream ear
 outage). A stream ends when the server ends the response; a caller that stops early
 (``aclose``, ``break``) closes the HTTP response and sees no error. Requests go through an
 ``HTTPExchange`` (``_exchange``): the client's native pool, or an ``httpx.AsyncClient``.
+
+``JsonRpcV03Transport`` speaks the same binding to an A2A 0.3 agent: 0.3 method names and
+shapes (``peerwire.compat.v03.jsonrpc``), translated to and from the 1.0 operations and
+``peerwire.types`` at this edge, errors with 0.3's ``data`` object, ``A2A-Version: 0.3`` and
+the extensions also as 0.3's ``X-A2A-Extensions``. ListTasks has no 0.3 method: it raises
+``UnsupportedOperationError`` before anything is sent. Its streams are made to read as 1.0
+streams (``_v03.as_v10``: the Task first; a finished task's subscription refused as 1.0 does).
 """
 
 from __future__ import annotations
@@ -20,7 +27,11 @@ import httpx
 import msgspec
 
 from ...bindings.jsonrpc import encode_request
+from ...compat.v03 import jsonrpc as v03
+from ...compat.v03.errors import error_from_v03
+from ...compat.v03.version import PROTOCOL_VERSION as V03
 from ...errors import (
+    A2AError,
     InvalidResponseError,
     from_jsonrpc_error,
     from_rest_error,
@@ -39,9 +50,10 @@ from ._http import (
     sse_payloads,
     with_query,
 )
+from ._v03 import as_v10
 from .base import CallOptions, Operation, TransportSettings
 
-__all__ = ["JsonRpcTransport", "create_transport"]
+__all__ = ["JsonRpcTransport", "JsonRpcV03Transport", "create_transport", "create_v03_transport"]
 
 T = TypeVar("T")
 
@@ -63,6 +75,10 @@ class JsonRpcTransport:
     it does not own."""
 
     binding = Binding.JSONRPC
+    protocol_version = PROTOCOL_VERSION
+    # What the 0.3 transport replaces: the request codec and the error decoder.
+    _encode_request = staticmethod(encode_request)
+    _error_from = staticmethod(from_jsonrpc_error)
 
     def __init__(
         self,
@@ -82,7 +98,7 @@ class JsonRpcTransport:
         self, operation: Operation, request: Any, response_type: type[T], options: CallOptions
     ) -> T:
         request_id = next(self._ids)
-        body = encode_request(request_id, operation, request)
+        body = self._encode_request(request_id, operation, request)
         headers = self._headers(options, accept="application/json")
         timeout = options.timeout if options.timeout is not None else self._timeout
         try:
@@ -97,7 +113,7 @@ class JsonRpcTransport:
             raise client_error(exc, self.url, operation) from exc
         result = self._result(reply.status, reply.body, request_id, operation)
         if response_type is type(None):
-            # Empty: servers answer {} or null (facts §2.3 (10)); there is nothing to read.
+            # Empty: servers answer {} or null (A2A spec §3.1.10); there is nothing to read.
             return None
         return self._decode(result, response_type, operation)
 
@@ -105,7 +121,7 @@ class JsonRpcTransport:
         self, operation: Operation, request: Any, options: CallOptions
     ) -> AsyncIterator[StreamResponse]:
         request_id = next(self._ids)
-        body = encode_request(request_id, operation, request)
+        body = self._encode_request(request_id, operation, request)
         timeout = options.timeout if options.timeout is not None else self._timeout
         try:
             reply = await self._http.open_stream(
@@ -145,7 +161,7 @@ class JsonRpcTransport:
         headers = {
             "Content-Type": "application/json",
             "Accept": accept,
-            "A2A-Version": PROTOCOL_VERSION,
+            "A2A-Version": self.protocol_version,
             **options.headers,
         }
         if options.extensions:
@@ -163,7 +179,7 @@ class JsonRpcTransport:
                 operation, f"its body is not a JSON-RPC response: {excerpt(content)}"
             )
         if not isinstance(envelope.error, msgspec.UnsetType):
-            raise from_jsonrpc_error(envelope.error)
+            raise self._error_from(envelope.error)
         if status != 200:
             raise from_rest_error(status, content)
         if envelope.id != request_id:
@@ -181,7 +197,7 @@ class JsonRpcTransport:
                 operation, f"a stream event is not a JSON-RPC response: {excerpt(data)}"
             )
         if not isinstance(envelope.error, msgspec.UnsetType):
-            raise from_jsonrpc_error(envelope.error)
+            raise self._error_from(envelope.error)
         if envelope.id != request_id:
             raise self._invalid(operation, f"a stream event answers request id {envelope.id!r}")
         if isinstance(envelope.result, msgspec.UnsetType):
@@ -211,6 +227,55 @@ class JsonRpcTransport:
 def create_transport(interface: AgentInterface, settings: TransportSettings) -> JsonRpcTransport:
     """The registry's factory for ``JSONRPC`` interfaces."""
     return JsonRpcTransport(
+        interface.url,
+        settings.http,
+        timeout=settings.timeout,
+        stream_idle_timeout=settings.stream_idle_timeout,
+    )
+
+
+class JsonRpcV03Transport(JsonRpcTransport):
+    """Calls one A2A 0.3 JSON-RPC interface URL (see the module docstring); the same options
+    as ``JsonRpcTransport``."""
+
+    protocol_version = V03
+    _encode_request = staticmethod(v03.encode_request)
+    _error_from = staticmethod(error_from_v03)
+
+    def stream(
+        self, operation: Operation, request: Any, options: CallOptions
+    ) -> AsyncIterator[StreamResponse]:
+        """As 1.0's, made to read as a 1.0 stream (``_v03.as_v10``)."""
+        events = super().stream(operation, request, options)
+        return as_v10(self, operation, request, options, events)
+
+    def _headers(self, options: CallOptions, *, accept: str) -> dict[str, str]:
+        headers = super()._headers(options, accept=accept)
+        if options.extensions:
+            headers["X-A2A-Extensions"] = headers["A2A-Extensions"]
+        return headers
+
+    def _decode(self, raw: bytes, type_: type[T], operation: str) -> T:
+        try:
+            value = msgspec.json.decode(raw)
+            if type_ is StreamResponse:
+                decoded: Any = v03.decode_event(value)
+            else:
+                decoded = v03.decode_result(operation, value)
+        except (A2AError, msgspec.DecodeError) as exc:
+            why = f"its result is not a valid A2A 0.3 answer to {operation}: {exc}"
+            raise self._invalid(operation, why) from None
+        if not isinstance(decoded, type_):
+            why = f"its result is not a {type_.__name__}"
+            raise self._invalid(operation, why)
+        return decoded
+
+
+def create_v03_transport(
+    interface: AgentInterface, settings: TransportSettings
+) -> JsonRpcV03Transport:
+    """The registry's factory for ``JSONRPC`` interfaces of A2A 0.3 agents."""
+    return JsonRpcV03Transport(
         interface.url,
         settings.http,
         timeout=settings.timeout,

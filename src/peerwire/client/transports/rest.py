@@ -1,4 +1,4 @@
-"""The HTTP+JSON (REST) binding, client side (facts §6.2): the codec's route table run backwards.
+"""The HTTP+JSON (REST) binding, client side (A2A spec §11): the codec's route table run backwards.
 
 ``bindings.rest.encode_request`` turns a typed request into verb, path, query and body, the
 same table the server matches against. Successful answers are decoded into the expected type
@@ -11,7 +11,15 @@ after the stream started arrives as one more event holding a Status document (na
 ``error`` by the reference SDK and by peerwire; recognised by its content either way), raised
 from the iterator as its class (``StreamEndedError`` when the server ended the stream early).
 SubscribeToTask is sent as POST by default, as the spec text and the reference SDK do;
-``subscribe_method="GET"`` follows the proto's http rule instead (erratum E1).
+``subscribe_method="GET"`` follows the proto's http rule instead.
+
+``RestV03Transport`` speaks the binding to an A2A 0.3 agent: its ``/v1/...`` routes and the
+ProtoJSON of the 0.3 proto (``peerwire.compat.v03.rest``), translated to and from the 1.0
+operations and ``peerwire.types`` here; errors as the 0.3 SDKs answer them
+(``compat.v03.errors.rest_error_from``); ``A2A-Version: 0.3`` and the extensions also as
+``X-A2A-Extensions``. ListTasks has no 0.3 route: ``UnsupportedOperationError``, nothing sent.
+Its streams are made to read as 1.0 streams (``_v03.as_v10``: the Task first; a finished
+task's subscription refused as 1.0 does, also when a 0.3 server cuts it).
 """
 
 from __future__ import annotations
@@ -23,6 +31,9 @@ import httpx
 import msgspec
 
 from ...bindings.rest import A2A_JSON, encode_request, route_for
+from ...compat.v03 import rest as v03
+from ...compat.v03.errors import error_from_v03, rest_error_from
+from ...compat.v03.version import PROTOCOL_VERSION as V03
 from ...errors import A2AError, InvalidResponseError, from_rest_error
 from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse, decode
@@ -38,9 +49,10 @@ from ._http import (
     sse_payloads,
     with_query,
 )
+from ._v03 import as_v10
 from .base import CallOptions, Operation, TransportSettings
 
-__all__ = ["RestTransport", "create_transport"]
+__all__ = ["RestTransport", "RestV03Transport", "create_transport", "create_v03_transport"]
 
 T = TypeVar("T")
 
@@ -213,3 +225,142 @@ def create_transport(
     own = http_client is None
     http = PooledExchange() if http_client is None else http_client
     return RestTransport(interface.url, http, subscribe_method=subscribe_method, owns_http=own)
+
+
+class RestV03Transport:
+    """Calls one A2A 0.3 HTTP+JSON interface URL (see the module docstring) through an HTTP
+    exchange it does not own."""
+
+    binding = Binding.HTTP_JSON
+    protocol_version = V03
+
+    def __init__(
+        self,
+        url: str,
+        http: httpx.AsyncClient | HTTPExchange,
+        *,
+        timeout: float | None = 30.0,
+        stream_idle_timeout: float | None = 60.0,
+    ) -> None:
+        self.url = url
+        self._base = url.rstrip("/")
+        self._http = as_exchange(http)
+        self._timeout = timeout
+        self._stream_idle_timeout = stream_idle_timeout
+
+    async def call(
+        self, operation: Operation, request: Any, response_type: type[T], options: CallOptions
+    ) -> T:
+        if v03.is_streaming(operation):
+            raise ValueError(f"{operation} is a streaming operation: use stream()")
+        wire = v03.encode_request(operation, request)
+        headers = self._headers(options, accept="application/json", has_body=wire.body is not None)
+        timeout = options.timeout if options.timeout is not None else self._timeout
+        try:
+            reply = await self._http.request(
+                wire.method,
+                with_query(self._base + wire.target, options.query),
+                headers=headers,
+                body=wire.body,
+                timeout=timeout,
+            )
+        except HTTP_ERRORS as exc:
+            raise client_error(exc, self.url, operation) from exc
+        if not 200 <= reply.status < 300:
+            raise rest_error_from(reply.status, reply.body)
+        if response_type is type(None):
+            return None  # DELETE: {} from peerwire and the Python SDK, 204 from JavaScript's
+        try:
+            decoded = v03.decode_result(operation, msgspec.json.decode(reply.body))
+        except (A2AError, msgspec.DecodeError) as exc:
+            why = f"its body is not a valid A2A 0.3 answer to {operation}: {exc}"
+            raise invalid_answer(self.url, operation, why) from None
+        if not isinstance(decoded, response_type):
+            raise invalid_answer(self.url, operation, f"its body is not a {response_type.__name__}")
+        return decoded
+
+    def stream(
+        self, operation: Operation, request: Any, options: CallOptions
+    ) -> AsyncIterator[StreamResponse]:
+        """The events of a 0.3 stream, made to read as a 1.0 stream (``_v03.as_v10``)."""
+        if not v03.is_streaming(operation):
+            raise ValueError(f"{operation} is not a streaming operation: use call()")
+        events = self._events(operation, request, options)
+        return as_v10(self, operation, request, options, events)
+
+    async def _events(
+        self, operation: Operation, request: Any, options: CallOptions
+    ) -> AsyncIterator[StreamResponse]:
+        """The stream's events as the 0.3 server sends them."""
+        wire = v03.encode_request(operation, request)
+        timeout = options.timeout if options.timeout is not None else self._timeout
+        try:
+            reply = await self._http.open_stream(
+                wire.method,
+                with_query(self._base + wire.target, options.query),
+                headers=self._headers(
+                    options, accept="text/event-stream", has_body=wire.body is not None
+                ),
+                body=wire.body,
+                timeout=timeout,
+                idle_timeout=self._stream_idle_timeout,
+            )
+        except HTTP_ERRORS as exc:
+            raise client_error(exc, self.url, operation) from exc
+        try:
+            if not 200 <= reply.status < 300:
+                content = await read_rest(reply, self.url, operation)
+                raise rest_error_from(reply.status, content)
+            content_type = reply.headers.get("content-type", "")
+            if not is_event_stream(content_type):
+                content = await read_rest(reply, self.url, operation)
+                raise invalid_answer(
+                    self.url,
+                    operation,
+                    f"it answered with a single document instead of an event stream "
+                    f"(Content-Type {content_type!r}): {excerpt(content)}",
+                )
+            async for data in sse_payloads(reply, self.url, operation):
+                yield self._event(data, operation)
+        finally:
+            await reply.aclose()
+
+    async def aclose(self) -> None:
+        """Nothing to release: the HTTP client belongs to whoever built this transport."""
+
+    def _headers(self, options: CallOptions, *, accept: str, has_body: bool) -> dict[str, str]:
+        headers = {"Accept": accept, "A2A-Version": V03}
+        if has_body:
+            headers["Content-Type"] = "application/json"
+        headers.update(options.headers)
+        if options.extensions:
+            extensions = format_extensions(options.extensions)
+            headers["A2A-Extensions"] = headers["X-A2A-Extensions"] = extensions
+        return headers
+
+    def _event(self, data: bytes, operation: str) -> StreamResponse:
+        try:
+            document = msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
+            raise invalid_answer(
+                self.url, operation, f"a stream event is not JSON: {exc}"
+            ) from None
+        if isinstance(document, dict) and isinstance(document.get("code"), int):
+            raise error_from_v03(document)  # the error that ended the stream
+        try:
+            return v03.decode_event(document)
+        except A2AError as exc:
+            why = f"a stream event is not an A2A 0.3 StreamResponse: {exc}"
+            raise invalid_answer(self.url, operation, why) from None
+
+
+def create_v03_transport(
+    interface: AgentInterface, settings: TransportSettings
+) -> RestV03Transport:
+    """The registry's factory for ``HTTP+JSON`` interfaces of A2A 0.3 agents."""
+    return RestV03Transport(
+        interface.url,
+        settings.http,
+        timeout=settings.timeout,
+        stream_idle_timeout=settings.stream_idle_timeout,
+    )

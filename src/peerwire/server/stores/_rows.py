@@ -21,7 +21,7 @@ from ...types import (
     decode,
     encode,
 )
-from .base import OutboxRow
+from .base import EventsAfter, OutboxRow
 
 __all__ = [
     "PUSH_SUFFIX",
@@ -31,6 +31,7 @@ __all__ = [
     "decode_push_config",
     "encode_push_config",
     "event_body",
+    "events_after_rows",
     "from_ms",
     "outbox_row_id",
     "outbox_row_id_sql",
@@ -127,6 +128,24 @@ def record_from_rows(
     for kind, body in events:
         record.apply(decode(body, _TYPE_OF[kind]))
     return record
+
+
+def events_after_rows(
+    after: int,
+    version: int,
+    snapshot_version: int,
+    snapshot: bytes | None,
+    rows: Iterable[tuple[int, str, bytes]],
+) -> EventsAfter:
+    """``TaskStore.events_after(task, after)`` from a relational store's rows: the task row's
+    ``version`` and ``snapshot_version``, its ``snapshot`` when that is past ``after`` (else
+    ``None``), and the ``(version, kind, body)`` event rows above both."""
+    if version <= after:
+        return EventsAfter(version, [])
+    if snapshot is None:  # every event after ``after`` is still a row of its own
+        return EventsAfter(version, [(v, decode(body, _TYPE_OF[kind])) for v, kind, body in rows])
+    record = record_from_rows(snapshot, snapshot_version, ((kind, body) for _, kind, body in rows))
+    return EventsAfter(version, None, record.snapshot())
 
 
 def encode_push_config(config: TaskPushNotificationConfig) -> bytes:

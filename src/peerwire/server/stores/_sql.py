@@ -51,9 +51,11 @@ __all__ = [
     "SCHEMA_VERSION",
     "SELECT_DUE_OUTBOX",
     "SELECT_EVENTS",
+    "SELECT_EVENTS_AFTER",
     "SELECT_OUTBOX",
     "SELECT_OUTBOX_ROW",
     "SELECT_PUSH_CONFIG_IDS",
+    "SELECT_TAIL",
     "SELECT_TASK",
     "SELECT_TASK_VERSION",
     "SELECT_UNFINISHED",
@@ -165,6 +167,15 @@ SELECT_VISIBLE_TASK = (
 )
 SELECT_EVENTS = "SELECT kind, body FROM events WHERE task_id = ? AND version > ? ORDER BY version"
 INSERT_EVENT = "INSERT INTO events (task_id, version, kind, body) VALUES (?, ?, ?, ?)"
+# ``events_after`` (parameters: the version asked after, id): the task row's versions, and its
+# snapshot only when that is past the version asked after (the events up to it are folded in).
+SELECT_TAIL = (
+    "SELECT version, snapshot_version, CASE WHEN snapshot_version > ? THEN snapshot END "
+    "FROM tasks WHERE id = ?"
+)
+SELECT_EVENTS_AFTER = (
+    "SELECT version, kind, body FROM events WHERE task_id = ? AND version > ? ORDER BY version"
+)
 # A snapshot absorbs every event up to its version.
 DELETE_EVENTS = "DELETE FROM events WHERE task_id = ? AND version <= ?"
 SELECT_UNFINISHED = (
@@ -210,6 +221,11 @@ MARK_OUTBOX_DELIVERED = (
 # Parameters: next_attempt_at, error, id.
 MARK_OUTBOX_RETRY = (
     "UPDATE push_outbox SET next_attempt_at = ?, last_error = ? WHERE id = ? AND state = 'pending'"
+)
+# A claim given back unattempted: its attempt is not counted. Parameters: next_attempt_at, id.
+RELEASE_OUTBOX_CLAIM = (
+    "UPDATE push_outbox SET attempts = attempts - 1, next_attempt_at = ? "
+    "WHERE id = ? AND state = 'pending' AND attempts > 0"
 )
 # Parameters: error, id.
 MARK_OUTBOX_FAILED = (

@@ -23,6 +23,7 @@ from ...protocol import Event, ListQuery, TaskRecord
 from ...types import Encoded, Task, TaskPushNotificationConfig, TaskState
 
 __all__ = [
+    "EventsAfter",
     "OutboxRow",
     "OutboxState",
     "SnapshotReader",
@@ -43,6 +44,20 @@ class StoredTaskInfo:
     tenant: str
     owner: str
     state: TaskState
+
+
+@dataclass(frozen=True, slots=True)
+class EventsAfter:
+    """What a store holds of a task's events after a version (``TaskStore.events_after``)."""
+
+    version: int
+    """The task's version now."""
+    events: list[tuple[int, Event]] | None
+    """Each event above the version asked for, with the version it gave the task, oldest
+    first (the caller's own messages too); ``None`` when the store no longer keeps some of
+    them one by one (it folded them into the task's snapshot), and then ``task`` is the task
+    at ``version``."""
+    task: Task | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +146,19 @@ class TaskStore(abc.ABC):
         is not called.
         """
 
+    @abc.abstractmethod
+    async def events_after(self, task_id: str, version: int) -> EventsAfter | None:
+        """The task's events after ``version`` (``None``: no such task), for a subscriber
+        that missed some: an event bus can lose what a process committed and then died before
+        publishing, and the store, the source of truth, fills the gap.
+
+        The events come one by one while the store still keeps them so; past that (it folded
+        them into the task's snapshot), ``EventsAfter.task`` is the task instead. When nothing
+        is newer than ``version`` this is one indexed read: subscribers that heard nothing for
+        a while ask it whether they missed their task's last event. Not scoped by tenant or
+        owner: its callers found the task visible first (a stream opened with a scoped load).
+        """
+
     async def load_snapshot(
         self, task_id: str, *, tenant: str, owner: str | None, history_length: int | None
     ) -> Task | None:
@@ -213,6 +241,12 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     async def mark_retry(self, row_id: str, next_attempt_at: float, error: str) -> None:
         """An attempt failed with ``error``; the row is due again at ``next_attempt_at``."""
+
+    @abc.abstractmethod
+    async def release_claim(self, row_id: str, next_attempt_at: float) -> None:
+        """Give a claimed row back unattempted: the attempt its claim counted is taken back
+        and it is due again at ``next_attempt_at`` (its ``last_error`` stays). The deliverer
+        does this for a row whose webhook may not be tried now (docs/PUSH.md, fairness)."""
 
     @abc.abstractmethod
     async def mark_failed(self, row_id: str, error: str) -> None:

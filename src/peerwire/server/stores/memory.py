@@ -23,7 +23,7 @@ from ...types import (
     now_timestamp,
 )
 from ._rows import event_body, outbox_row_id, push_body
-from .base import OutboxRow, StoredTaskInfo, TaskStore
+from .base import EventsAfter, OutboxRow, StoredTaskInfo, TaskStore
 
 __all__ = ["MemoryTaskStore"]
 
@@ -234,6 +234,21 @@ class MemoryTaskStore(TaskStore):
         found = _compacted_if_visible(stored, tenant, owner)
         return None if found is None else Encoded(_unpack(found).snapshot, Task)
 
+    async def events_after(self, task_id: str, version: int) -> EventsAfter | None:
+        stored = self._tasks.get(task_id)
+        if stored is None:
+            return None
+        if isinstance(stored, _Entry):
+            current = stored.record.version
+            if current <= version:
+                return EventsAfter(current, [])
+            # Folded in place as they came: the store keeps the task, never its events.
+            return EventsAfter(current, None, stored.record.snapshot())
+        compacted = _unpack(stored)
+        if compacted.version <= version:
+            return EventsAfter(compacted.version, [])
+        return EventsAfter(compacted.version, None, compacted.task(None))
+
     def _visible(self, task_id: str, tenant: str, owner: str | None) -> _Entry | bytes | None:
         """The stored task if ``tenant``/``owner`` may see it.
 
@@ -423,6 +438,11 @@ class MemoryTaskStore(TaskStore):
 
     async def mark_retry(self, row_id: str, next_attempt_at: float, error: str) -> None:
         self._settle(row_id, next_attempt_at=next_attempt_at, last_error=error)
+
+    async def release_claim(self, row_id: str, next_attempt_at: float) -> None:
+        row = self._outbox.get(row_id)
+        if row is not None and row.attempts > 0:
+            self._settle(row_id, attempts=row.attempts - 1, next_attempt_at=next_attempt_at)
 
     async def mark_failed(self, row_id: str, error: str) -> None:
         self._settle(row_id, state="failed", last_error=error)

@@ -21,13 +21,15 @@ Appends to one task from this process queue on an in-process lock instead of rac
 Reading: ``load`` sends the cached version along; the row's own version decides in the same
 statement whether the snapshot and events come back (another process wrote) or not (the cache
 is current). A caller's load asks for the row by tenant, owner and id (``tasks_by_scope``), so
-another caller's task is no row, as a missing one is. ListTasks runs its count, page and event reads in one REPEATABLE READ transaction
-so they agree. Only committed writes reach the cache, so nothing handed out was rolled back.
+another caller's task is no row, as a missing one is. ListTasks runs its count, page and event
+reads in one REPEATABLE READ transaction so they agree. Only committed writes reach the cache,
+so nothing handed out was rolled back.
 
-Connections: an asyncpg pool of ``min_size`` to ``max_size``. An operation that finds every
-connection busy for ``acquire_timeout`` seconds fails with ``ServerBusyError`` (retry later)
-rather than queueing without bound; a statement running longer than ``command_timeout`` fails
-with ``InternalError``, as does any database failure.
+Connections: an asyncpg pool of ``min_size`` to ``max_size``, whose connections go back to
+the pool without a reset round trip (``_keep_session``: the store leaves no session state).
+An operation that finds every connection busy for ``acquire_timeout`` seconds fails with
+``ServerBusyError`` (retry later) rather than queueing without bound; a statement running
+longer than ``command_timeout`` fails with ``InternalError``, as does any database failure.
 
 Push outbox: the statement that appends a task's events also writes its outbox rows, one per
 pushed event and push config of the task (a join with ``push_configs``, so a task without
@@ -73,6 +75,7 @@ from ._rows import (
     decode_push_config,
     encode_push_config,
     event_body,
+    events_after_rows,
     outbox_row_id_sql,
     plan_append,
     push_prefix,
@@ -81,7 +84,7 @@ from ._rows import (
     status_key,
     to_ms,
 )
-from .base import OutboxRow, StoredTaskInfo, TaskStore
+from .base import EventsAfter, OutboxRow, StoredTaskInfo, TaskStore
 from .retention import retention_cutoff
 
 __all__ = ["PostgresTaskStore"]
@@ -103,6 +106,22 @@ SELECT tenant, owner, version, snapshot_version,
     ) END AS bodies
 FROM tasks t"""
 _LOAD = _LOAD_COLUMNS + " WHERE t.id = $1"
+# ``events_after`` ($2: the version asked after) in one statement, so one MVCC snapshot: the
+# row's versions, its snapshot only when that is past $2, and the event rows above both. With
+# nothing newer than $2 (a subscriber's idle check) it reads the task row alone.
+_EVENTS_AFTER_ROWS = (
+    "CASE WHEN t.version > $2 THEN ARRAY(SELECT e.{column} FROM events e WHERE e.task_id = t.id "
+    "AND e.version > GREATEST($2, t.snapshot_version) ORDER BY e.version) END"
+)
+_EVENTS_AFTER = (
+    "SELECT version, snapshot_version, "
+    "CASE WHEN t.version > $2 AND t.snapshot_version > $2 THEN snapshot END AS snapshot, "
+    + ", ".join(
+        f"{_EVENTS_AFTER_ROWS.format(column=column)} AS {alias}"
+        for column, alias in (("version", "versions"), ("kind", "kinds"), ("body", "bodies"))
+    )
+    + " FROM tasks t WHERE t.id = $1"
+)
 # For a caller: only a row of tenant $3 and owner $4 is read (``tasks_by_scope`` serves it),
 # so another caller's task comes back as no row, exactly as a missing one (docs/SECURITY.md).
 _LOAD_SCOPED = _LOAD_COLUMNS + " WHERE t.tenant = $3 AND t.owner = $4 AND t.id = $1"
@@ -157,6 +176,7 @@ _CLAIM_OUTBOX = _sql.numbered(
 _MARK_OUTBOX_DELIVERED = _sql.numbered(_sql.MARK_OUTBOX_DELIVERED)
 _MARK_OUTBOX_RETRY = _sql.numbered(_sql.MARK_OUTBOX_RETRY)
 _MARK_OUTBOX_FAILED = _sql.numbered(_sql.MARK_OUTBOX_FAILED)
+_RELEASE_OUTBOX_CLAIM = _sql.numbered(_sql.RELEASE_OUTBOX_CLAIM)
 _SELECT_OUTBOX = _sql.numbered(_sql.SELECT_OUTBOX)
 _DELETE_PENDING_OUTBOX = _sql.numbered(_sql.DELETE_PENDING_OUTBOX)
 _INSERT_TASK = _sql.numbered(_sql.INSERT_TASK)
@@ -257,6 +277,7 @@ class PostgresTaskStore(TaskStore):
                 max_size=self.max_size,
                 command_timeout=self.command_timeout,
                 server_settings=self._settings(),
+                reset=_keep_session,
             )
         except (*_DB_ERRORS, TimeoutError) as exc:
             raise OSError(f"cannot open the PostgreSQL task store: {exc}") from exc
@@ -557,6 +578,16 @@ class PostgresTaskStore(TaskStore):
                 records[row["id"]] = entry.record
         return records
 
+    async def events_after(self, task_id: str, version: int) -> EventsAfter | None:
+        async with self._connection() as connection:
+            row = await connection.fetchrow(_EVENTS_AFTER, task_id, version)
+        if row is None:
+            return None
+        rows = zip(row["versions"] or (), row["kinds"] or (), row["bodies"] or (), strict=True)
+        return events_after_rows(
+            version, row["version"], row["snapshot_version"], row["snapshot"], rows
+        )
+
     async def unfinished(self) -> list[StoredTaskInfo]:
         async with self._connection() as connection:
             rows = await connection.fetch(_SELECT_UNFINISHED)
@@ -641,6 +672,10 @@ class PostgresTaskStore(TaskStore):
     async def mark_retry(self, row_id: str, next_attempt_at: float, error: str) -> None:
         async with self._connection() as connection:
             await connection.execute(_MARK_OUTBOX_RETRY, to_ms(next_attempt_at), error, row_id)
+
+    async def release_claim(self, row_id: str, next_attempt_at: float) -> None:
+        async with self._connection() as connection:
+            await connection.execute(_RELEASE_OUTBOX_CLAIM, to_ms(next_attempt_at), row_id)
 
     async def mark_failed(self, row_id: str, error: str) -> None:
         async with self._connection() as connection:
@@ -737,6 +772,17 @@ def _sweep_lock_key(schema: str) -> int:
 def _row_count(status: str) -> int:
     """The row count of a command status such as ``INSERT 0 1`` or ``DELETE 3``."""
     return int(status.rsplit(" ", 1)[-1])
+
+
+async def _keep_session(connection: Any) -> None:
+    """The pool's reset of a released connection: nothing to undo.
+
+    asyncpg's default reset is a round trip per release (``RESET ALL``, ``UNLISTEN *``,
+    advisory locks), as many as the statements themselves. This store leaves no session state
+    behind: its settings are the connection's own (``server_settings``), its advisory locks
+    and ``SET LOCAL`` are transaction-scoped, it never listens, and an unfinished transaction
+    is still rolled back by the pool before this is called.
+    """
 
 
 async def _close_pool(pool: Any) -> None:

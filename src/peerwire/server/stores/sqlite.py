@@ -56,6 +56,7 @@ from ._rows import (
     decode_push_config,
     encode_push_config,
     event_body,
+    events_after_rows,
     outbox_row_id,
     plan_append,
     push_body,
@@ -72,7 +73,7 @@ from ._sqlite_io import (
     leave_checkpoints_to_thread,
     migrate,
 )
-from .base import OutboxRow, StoredTaskInfo, TaskStore
+from .base import EventsAfter, OutboxRow, StoredTaskInfo, TaskStore
 from .retention import retention_cutoff
 
 __all__ = ["SQLiteTaskStore"]
@@ -388,6 +389,9 @@ class SQLiteTaskStore(TaskStore):
             token = encode_page_token(sort_key(last.status.timestamp), last.id)
         return tasks, token, total
 
+    async def events_after(self, task_id: str, version: int) -> EventsAfter | None:
+        return await self._read(lambda connection: _read_events_after(connection, task_id, version))
+
     async def unfinished(self) -> list[StoredTaskInfo]:
         rows = await self._read(
             lambda connection: connection.execute(_sql.SELECT_UNFINISHED).fetchall()
@@ -492,6 +496,10 @@ class SQLiteTaskStore(TaskStore):
     async def mark_retry(self, row_id: str, next_attempt_at: float, error: str) -> None:
         params = (to_ms(next_attempt_at), error, row_id)
         await self._write(lambda connection: connection.execute(_sql.MARK_OUTBOX_RETRY, params))
+
+    async def release_claim(self, row_id: str, next_attempt_at: float) -> None:
+        params = (to_ms(next_attempt_at), row_id)
+        await self._write(lambda connection: connection.execute(_sql.RELEASE_OUTBOX_CLAIM, params))
 
     async def mark_failed(self, row_id: str, error: str) -> None:
         await self._write(
@@ -688,6 +696,21 @@ def _read_task(
         return None
     _, _, _, _, snapshot, snapshot_version, events = rows
     return record_from_rows(snapshot, snapshot_version, events)
+
+
+def _read_events_after(
+    connection: sqlite3.Connection, task_id: str, after: int
+) -> EventsAfter | None:
+    row = connection.execute(_sql.SELECT_TAIL, (after, task_id)).fetchone()
+    if row is None:
+        return None
+    version, snapshot_version, snapshot = row
+    rows: list[tuple[int, str, bytes]] = []
+    if version > after:
+        rows = connection.execute(
+            _sql.SELECT_EVENTS_AFTER, (task_id, max(after, snapshot_version))
+        ).fetchall()
+    return events_after_rows(after, version, snapshot_version, snapshot, rows)
 
 
 def _read_page(

@@ -1,0 +1,224 @@
+"""Serving A2A 0.3 requests (JSON-RPC and HTTP+JSON) on the one Dispatcher.
+
+``A2AApp`` (JSON-RPC) and ``RestHandler`` (REST) hand a request here once its shape says 0.3
+(a 0.3 method name; a ``/v1/...`` route without a 1.x ``A2A-Version``; see
+``peerwire.compat.v03``). The codecs of ``peerwire.compat.v03`` translate it into the 1.0
+request, the Dispatcher runs it as any other, and the answer is translated back: results,
+stream events (a status update that closes the stream is ``final``) and errors (0.3's
+``data`` object) in 0.3's shapes. One task model, one store, one state machine: a task
+started over 0.3 is the same task over 1.0.
+
+Extensions: 0.3 named the header ``X-A2A-Extensions``; both names are read, and the active
+extensions are echoed under both.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..bindings.jsonrpc import error_id, response_status, result_envelope
+from ..bindings.sse import event_framer, frame
+from ..compat.v03 import errors as v03_errors
+from ..compat.v03 import jsonrpc as v03_jsonrpc
+from ..compat.v03 import rest as v03_rest
+from ..compat.v03.translate import event_to_v03
+from ..errors import A2AError, ContentTypeNotSupportedError, InternalError
+from ..protocol import active_extensions, format_extensions, parse_extensions
+from ..security.principal import Principal
+from ..types import encode
+from ._authn import challenge_headers
+from ._http import (
+    Headers,
+    Receive,
+    Scope,
+    Send,
+    is_json,
+    respond,
+    send_event_stream,
+)
+from ._http import header as _header
+from .dispatch import CallContext, Dispatcher, TaskStream
+
+if TYPE_CHECKING:
+    from ..security import Authenticator
+
+__all__ = ["V03Server"]
+
+log = logging.getLogger("peerwire.server")
+
+_LEGACY_EXTENSIONS = b"x-a2a-extensions"
+_JSON = b"application/json"
+_ERROR_EVENT = b"error"
+
+
+class V03Server:
+    """The 0.3 side of one app: its JSON-RPC requests and its REST routes."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        bindings: Collection[str],
+        keepalive_seconds: float,
+        supported_extensions: Iterable[str] = (),
+        required_extensions: Iterable[str] = (),
+        authenticator: Authenticator | None = None,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.bindings = frozenset(bindings)
+        self.keepalive_seconds = keepalive_seconds
+        self._supported_extensions = tuple(supported_extensions)
+        self._required_extensions = tuple(required_extensions)
+        self.authenticator = authenticator
+
+    def _extensions(self, scope: Scope, headers: Headers) -> tuple[str, ...]:
+        requested = list(headers.extensions)
+        legacy = _header(scope, _LEGACY_EXTENSIONS)
+        if legacy is not None:
+            requested.append(legacy.decode("latin-1"))
+        return active_extensions(
+            parse_extensions(requested), self._supported_extensions, self._required_extensions
+        )
+
+    @staticmethod
+    def _echo(extensions: tuple[str, ...]) -> list[tuple[bytes, bytes]]:
+        if not extensions:
+            return []
+        value = format_extensions(extensions).encode()
+        return [(b"a2a-extensions", value), (_LEGACY_EXTENSIONS, value)]
+
+    async def _run(self, dispatch: str, request: Any, call: CallContext, what: str) -> Any:
+        operation = getattr(self.dispatcher, dispatch)
+        try:
+            return await operation(request, call)
+        except A2AError:
+            raise
+        except Exception:
+            log.exception("peerwire: %s (A2A 0.3) failed", what)
+            raise InternalError(
+                "Internal error: the server failed while handling this request"
+            ) from None
+
+    # -- JSON-RPC -----------------------------------------------------------------------------
+
+    async def jsonrpc(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        body: bytes,
+        headers: Headers,
+        principal: Principal | None,
+    ) -> None:
+        """Answer a 0.3 JSON-RPC request whose body has been read and whose caller is known."""
+        try:
+            if not is_json(headers.content_type):
+                raise ContentTypeNotSupportedError(
+                    "JSON-RPC requests must be sent as application/json, not "
+                    f"{(headers.content_type or b'(none)').decode(errors='replace')!r}"
+                )
+            request_id, call = v03_jsonrpc.decode_request(body, card_bindings=self.bindings)
+            extensions = self._extensions(scope, headers)
+        except A2AError as error:
+            await self.jsonrpc_error(send, error_id(body, error), error)
+            return
+        context = CallContext.of(principal, extensions)
+        extra = self._echo(extensions)
+        try:
+            result = await self._run(call.dispatch, call.request, context, call.method.name)
+            if call.method.streaming:
+                stream: TaskStream = result
+            else:
+                value = call.result(result)
+        except A2AError as error:
+            await self.jsonrpc_error(send, request_id, error, extra)
+            return
+        if not call.method.streaming:
+            head, tail = result_envelope(request_id)
+            await respond(send, 200, b"".join((head, encode(value), tail)), extra)
+            return
+        framed = event_framer(*result_envelope(request_id))
+        await send_event_stream(
+            scope,
+            receive,
+            send,
+            stream,
+            event_frame=lambda item: framed(event_to_v03(item)),
+            error_frame=lambda error: frame(v03_errors.encode_jsonrpc_error(request_id, error)),
+            keepalive_seconds=self.keepalive_seconds,
+            extra=extra,
+        )
+
+    async def jsonrpc_error(
+        self,
+        send: Send,
+        request_id: bytes,
+        error: A2AError,
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        """A 0.3 error response (authentication and permission at HTTP level, as on 1.0)."""
+        headers = [*(extra or []), *challenge_headers(error, self.authenticator)]
+        body = v03_errors.encode_jsonrpc_error(request_id, error)
+        await respond(send, response_status(error), body, headers)
+
+    # -- REST ---------------------------------------------------------------------------------
+
+    async def rest(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        match: v03_rest.RouteMatch,
+        body: bytes,
+        headers: Headers,
+        principal: Principal | None,
+    ) -> None:
+        """Answer a request on a 0.3 REST route whose body has been read."""
+        route = match.route
+        try:
+            if body.strip() and not is_json(headers.content_type):
+                raise ContentTypeNotSupportedError(
+                    "REST request bodies must be application/json, not "
+                    f"{(headers.content_type or b'(none)').decode(errors='replace')!r}"
+                )
+            request = v03_rest.build_request(match, query=scope.get("query_string", b""), body=body)
+            extensions = self._extensions(scope, headers)
+        except A2AError as error:
+            await self.rest_error(send, error)
+            return
+        context = CallContext.of(principal, extensions)
+        extra = self._echo(extensions)
+        try:
+            result = await self._run(route.dispatch, request, context, route.operation)
+            if not route.streaming:
+                payload = v03_rest.encode_result(route, result, card_bindings=self.bindings)
+        except A2AError as error:
+            await self.rest_error(send, error, extra=extra)
+            return
+        if not route.streaming:
+            await respond(send, 200, payload, extra, content_type=_JSON)
+            return
+        await send_event_stream(
+            scope,
+            receive,
+            send,
+            result,
+            event_frame=lambda item: frame(v03_rest.encode_event(item)),
+            error_frame=lambda error: frame(v03_errors.rest_error(error)[1], _ERROR_EVENT),
+            keepalive_seconds=self.keepalive_seconds,
+            extra=extra,
+        )
+
+    async def rest_error(
+        self,
+        send: Send,
+        error: A2AError,
+        *,
+        http_status: int | None = None,
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        status, body = v03_errors.rest_error(error)
+        headers = [*(extra or []), *challenge_headers(error, self.authenticator)]
+        await respond(send, http_status or status, body, headers, content_type=_JSON)
