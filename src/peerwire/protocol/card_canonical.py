@@ -1,4 +1,4 @@
-"""The canonical payload an agent-card signature covers (facts §9.4 Step A), sans I/O.
+"""The canonical payload an agent-card signature covers (A2A spec §8.4), sans I/O.
 
 Signer and verifier both call ``canonical_card_payload`` on the card as a JSON document:
 
@@ -76,7 +76,7 @@ def _map(value: str | None = None, presence: str = "implicit") -> _Field:
 
 _STRUCT = _Field("struct", "optional")
 
-# facts §3.6 and §3.7. Oneof members are message fields with presence.
+# A2A spec §4.4 and §4.5. Oneof members are message fields with presence.
 _SCHEMA: dict[str, dict[str, _Field]] = {
     "AgentCard": {
         "name": _req(),

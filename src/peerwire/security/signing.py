@@ -1,4 +1,4 @@
-"""Signed agent cards (facts §9.4): JWS with a detached payload over the canonical card.
+"""Signed agent cards (A2A spec §8.4): JWS with a detached payload over the canonical card.
 
 Signing (``CardSigner``): the payload is ``protocol.card_canonical.canonical_card_payload`` of
 the card exactly as it is served; the protected header carries ``alg``, ``typ: "JOSE"``,
