@@ -22,7 +22,10 @@ generator, everything else: the noise) and as CPU milliseconds per task, which h
 than tasks/s while other work shares the machine; Redis commands per task (``INFO
 commandstats`` of our redis-server, scripts' inner commands included) and PostgreSQL row
 operations and scans per task (``pg_stat_user_tables`` of our schema). ``--py-spy DIR``
-also records a replica and a worker with py-spy during the first repeat.
+also records a replica and a worker with py-spy during the first repeat (the venv's py-spy,
+from the ``bench`` extra, else one on PATH). Under other load, py-spy counts a process that
+waits for a core as busy where it was preempted (mostly the socket write that woke its peer):
+read CPU seconds per task first.
 
 A benchmark, never part of the test suite. Exits 1 if any reply was wrong.
 """
@@ -67,7 +70,18 @@ STOP_S = 20.0
 CALL_TIMEOUT_S = 30.0
 # A busy backend reports its table statistics at most once a second, an idle one within 10 s.
 PG_STATS_S = 11.0
-PY_SPY = Path.home() / ".cache/peerwire/bench-reference-a2a-sdk-1.3.0/bin/py-spy"
+# py-spy: the venv's own (pip install py-spy), else one on PATH, else the reference venv's.
+PY_SPY = next(
+    (
+        Path(found)
+        for found in (
+            str(Path(sys.executable).parent / "py-spy"),
+            shutil.which("py-spy") or "",
+        )
+        if found and Path(found).exists()
+    ),
+    Path.home() / ".cache/peerwire/bench-reference-a2a-sdk-1.3.0/bin/py-spy",
+)
 
 
 CLUSTER_KINDS = ("replicas", "workers", "redis", "postgres")
@@ -494,6 +508,9 @@ def _finish_spies(
         print("self time by package: " + ", ".join(f"{p} {x:.0f}%" for p, x in folded.by_package))
         print("top frames, inclusive:")
         for what, share in folded.top_inclusive:
+            print(f"  {share:5.1f}%  {what}")
+        print("top frames, self:")
+        for what, share in folded.top_self:
             print(f"  {share:5.1f}%  {what}")
 
 

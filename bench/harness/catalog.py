@@ -2,10 +2,17 @@
 
 peerwire's own (the working tree; ``NAME@REV`` for another git revision, see revisions.py):
 
-  peerwire          peerwire serve bench.echo_agent:agent --store memory --no-grpc
+  peerwire          peerwire serve bench.echo_agent:agent --store memory --no-grpc (Prometheus
+                    metrics on, as by default when prometheus-client is installed)
+  peerwire-metrics-off  the same with --no-metrics: the pair gives the metrics' overhead
   peerwire-sqlite   the same with --store sqlite:FILE, a fresh file for every start
   peerwire-uvicorn  the same app (memory store) on uvicorn instead of peerwire's HTTP server
                     (working tree only: a revision's venv holds peerwire[all], no uvicorn)
+  peerwire-traced   peerwire (memory store) traced by the OpenTelemetry SDK into an in-memory
+                    exporter (bench/traced_echo_agent.py; working tree only, needs the SDK)
+  peerwire-traced-batch  the same with the SDK's BatchSpanProcessor (exporter dropping spans)
+  peerwire-traced-sampled  peerwire-traced keeping one trace in ten (a ratio sampler)
+  peerwire-otel-api peerwire (memory store) with the OpenTelemetry API loaded, no provider
 
 The references, in their own venv (venvs.py: a2a-sdk 1.3.0 on uvicorn with httptools and
 uvloop), started from this checkout's bench/ folder:
@@ -29,7 +36,23 @@ from .targets import Target
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
-PEERWIRE_NAMES = ("peerwire", "peerwire-sqlite", "peerwire-uvicorn")
+PEERWIRE_NAMES = (
+    "peerwire",
+    "peerwire-sqlite",
+    "peerwire-uvicorn",
+    "peerwire-traced",
+    "peerwire-traced-batch",
+    "peerwire-traced-sampled",
+    "peerwire-otel-api",
+    "peerwire-metrics-off",
+)
+# The traced targets: the echo agent with OpenTelemetry loaded (PEERWIRE_BENCH_TRACING).
+TRACED = {
+    "peerwire-traced": "sdk",
+    "peerwire-traced-batch": "batch",
+    "peerwire-traced-sampled": "sampled",
+    "peerwire-otel-api": "api",
+}
 REFERENCE_NAMES = ("sdk", "sdk-notrace", "floor", "floor-asgi")
 DEFAULT_TARGETS = ("peerwire", "peerwire-sqlite", "sdk", "floor")
 DEFAULT_BASELINE = "floor"
@@ -99,9 +122,15 @@ class Catalog:
         grpc = " --no-grpc" if not peerwire.exists() or accepts_no_grpc(peerwire) else ""
         # {tmp} is a fresh directory for every start: a new database each time.
         store = "sqlite:{tmp}/bench.db" if kind == "peerwire-sqlite" else "memory"
+        module, tracing = "bench.echo_agent", ""
+        if kind in TRACED:
+            module, tracing = "bench.traced_echo_agent", f" PEERWIRE_BENCH_TRACING={TRACED[kind]}"
+        # Metrics are on by default; this target turns them off (working tree only: older
+        # revisions have no --no-metrics).
+        metrics = " --no-metrics" if kind == "peerwire-metrics-off" else ""
         command = (
-            f"env PYTHONPATH={q(tree)} {q(peerwire)} serve bench.echo_agent:agent{grpc} "
-            f"--store {store} --port {{port}}"
+            f"env PYTHONPATH={q(tree)}{tracing} {q(peerwire)} serve {module}:agent{grpc} "
+            f"--store {store}{metrics} --port {{port}}"
         )
         return Target(name, command, python=str(python))
 

@@ -21,7 +21,9 @@ def configure_logging() -> None:
     logging.basicConfig(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.WARNING
     )
-    logging.getLogger("peerwire.runner").setLevel(logging.INFO)  # handlers that raised
+    # A skill that raised is an ERROR with its traceback (task_id, skill ... as extra fields);
+    # INFO adds what the runner does besides, such as cancel hooks that raised.
+    logging.getLogger("peerwire.runner").setLevel(logging.INFO)
     logging.getLogger("peerwire.security").setLevel(logging.INFO)  # refused credentials
 
 

@@ -2,9 +2,11 @@
 follow it, and the exit code is 5 (still running).
 
 Over a streaming agent (the Glossary Agent's ``slow`` works 5 s) the first event names the
-task. Over an agent that does not stream, a blocking send of a new message cannot know the
-id (the agent says it only in its answer): that is an error saying so; a continued task's id
-is known (``A2ATimeoutError.task_id``), and is printed as it stands.
+task. Over an agent that does not stream, a blocking send of a new message knows the id only
+from a peerwire agent (it deduplicates messages, so the client asks it which task the message
+made); from another agent (here: one with that turned off) it cannot (the agent says it only
+in its answer): that is an error saying so. A continued task's id is known
+(``A2ATimeoutError.task_id``), and is printed as it stands.
 """
 
 from __future__ import annotations
@@ -59,6 +61,15 @@ async def desk_url() -> AsyncIterator[str]:
         yield url
 
 
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def plain_desk_url() -> AsyncIterator[str]:
+    """The Desk Agent without idempotent sends: like an agent of another framework."""
+    async with live_server(
+        desk_agent(), shutdown_grace=SHUTDOWN_GRACE_S, message_retention=None
+    ) as url:
+        yield url
+
+
 def followed(err: str, url: str) -> str:
     """The task id the note on stderr says to follow (checking it names this agent)."""
     assert err.startswith("note: "), err
@@ -108,9 +119,18 @@ async def test_a_subscription_without_events_for_the_timeout(glossary_url: str) 
     assert followed(ran.err, glossary_url) == task.id
 
 
-async def test_a_blocking_send_of_a_new_task_cannot_know_its_id(desk_url: str) -> None:
-    ran = await invoke("send", desk_url, "wait", "--timeout", SHORT)
+async def test_a_blocking_send_of_a_new_task_cannot_know_its_id(plain_desk_url: str) -> None:
+    ran = await invoke("send", plain_desk_url, "wait", "--timeout", SHORT)
     assert_one_error_line(ran, "gave no answer within 0.3 s", "--no-wait", "--state working")
+
+
+async def test_a_peerwire_agent_says_which_task_a_timed_out_send_made(desk_url: str) -> None:
+    ran = await invoke("send", desk_url, "wait", "--timeout", SHORT)
+    assert ran.code == 5, (ran.out, ran.err)
+    assert ran.out.startswith("Task ") and "  working" in ran.out.splitlines()[0]
+    task_id = ran.out.split()[1]
+    assert f"Follow it with: peerwire get {desk_url} {task_id}" in " ".join(ran.err.split())
+    await still_running(desk_url, task_id)
 
 
 async def test_a_blocking_send_on_a_known_task_prints_it_as_it_stands(desk_url: str) -> None:

@@ -131,3 +131,25 @@ for _agent in (agent, failing_agent):
     _agent.skill("forever")(forever)
     _agent.on_cancel("forever")(forever_canceled)
     _agent.skill("chat")(chat)
+
+
+# Delegation (tests/delegation/test_worker_takeover.py): three bookings at the peer named by
+# ``PEER_URL``, fanned out; the worker that takes the task over from a dead holder runs the
+# handler again and must find them in the ledger instead of booking again.
+delegating_agent = Agent("Delegating", description="Books through a peer", on_restart="resume")
+
+
+@delegating_agent.skill("order")
+async def order(ctx: TaskContext) -> str:
+    from peerwire.delegation import Call, Completed
+
+    async with recorded(ctx):
+        peer = os.environ["PEER_URL"]
+        outcomes = await ctx.delegate_all(
+            [Call(peer, f"hold {item}", key=f"book-{item}") for item in ("a", "b", "c")],
+            deadline=120,
+        )
+        failed = [o.describe() for o in outcomes if not isinstance(o, Completed)]
+        if failed:
+            raise RuntimeError("; ".join(failed))
+        return f"{', '.join(o.text for o in outcomes if isinstance(o, Completed))} on {where()}"

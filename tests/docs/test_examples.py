@@ -239,6 +239,16 @@ async def test_limits(example: Load, capsys: pytest.CaptureFixture[str]) -> None
     assert printed(capsys) == ["within every limit"]
 
 
+# -- the inspector's self-check ---------------------------------------------------------------
+
+
+async def test_self_check(example: Load, capsys: pytest.CaptureFixture[str]) -> None:
+    module = example("selfcheck_example")
+    async with live_server(module.agent) as url:
+        await module.main(url)
+    assert printed(capsys) == ["nothing breaks a client"]
+
+
 # -- push notifications -----------------------------------------------------------------------
 
 
@@ -299,7 +309,9 @@ async def test_logging(example: Load, caplog: pytest.LogCaptureFixture) -> None:
             logging.getLogger(name).setLevel(level)
     assert any(
         record.name == "peerwire.runner"
-        and record.levelno == logging.INFO
-        and record.getMessage() == f"task {task.id}: handler raised ValueError"
+        and record.levelno == logging.ERROR
+        and record.getMessage() == f"task {task.id}: skill 'echo' raised ValueError"
+        and getattr(record, "task_id", None) == task.id
+        and record.exc_info is not None
         for record in caplog.records
     )

@@ -87,6 +87,30 @@ def test_the_demo_runs_from_the_wheel_in_an_empty_folder(
     assert list(tmp_path.iterdir()) == [], "the demo wrote nothing to the current folder"
 
 
+def test_the_fulfillment_demo_runs_from_the_wheel_in_an_empty_folder(
+    wheel_venv: WheelVenv, tmp_path: Path
+) -> None:
+    done = run(
+        [str(wheel_venv.bin / "peerwire"), "demo", "fulfillment"],
+        cwd=tmp_path,
+        timeout=DEMO_TIMEOUT_S,
+        what="peerwire demo fulfillment (installed from the wheel with the cli extra)",
+    )
+    out = done.stdout
+    assert done.stderr == ""
+    # Every scenario ran (tests/cli/test_demo_fulfillment.py checks what each one shows),
+    # the orchestrator as a process of the wheel's own interpreter.
+    for step in range(1, 6):
+        assert re.search(rf"^{step}\. \w", out, re.M), f"step {step}"
+    assert "SIGKILL the Order Fulfillment Agent" in out
+    assert (
+        "ORD-1005: inventory got 1 lock request(s), booked 1; "
+        "logistics got 1 booking request(s), booked 1"
+    ) in out
+    assert "Stopped all four agents; the orchestrator's store was temporary." in out
+    assert list(tmp_path.iterdir()) == [], "the demo wrote nothing to the current folder"
+
+
 def test_the_venv_runs_the_wheel_not_this_checkout(wheel_venv: WheelVenv, tmp_path: Path) -> None:
     imported = Path(wheel_venv.base_probe.splitlines()[0])
     assert imported == wheel_venv.site_packages / "peerwire" / "__init__.py"
@@ -110,11 +134,18 @@ def test_the_wheel_holds_the_package_and_nothing_else(dists: Dists) -> None:
         "peerwire/py.typed",
         "peerwire/samples/glossary.py",
         "peerwire/samples/brief.py",
+        "peerwire/samples/fulfillment/orchestrator.py",
         "peerwire/bindings/grpc/_gen/a2a_pb2.py",
         "peerwire/bindings/grpc/_gen/a2a_pb2.pyi",
         f"{DIST_INFO}/licenses/LICENSE",
     ):
         assert needed in names, needed
+    # The inspector's page (peerwire inspect) is served from the package: every file of
+    # its static/ folder (HTML, ES modules, CSS) must be in the wheel.
+    static = REPO / "src" / "peerwire" / "inspect" / "static"
+    shipped = sorted(p.relative_to(REPO / "src").as_posix() for p in static.iterdir())
+    assert "peerwire/inspect/static/index.html" in shipped
+    assert [n for n in shipped if n not in names] == []
     # Exactly the package's files in the sdist: the wheel was built from it and drops nothing.
     package = f"{SDIST_ROOT}/src/"
     in_sdist = {n.removeprefix(package) for n in _sdist_names(dists) if n.startswith(package)}

@@ -415,6 +415,42 @@ async def test_a_conversation_moves_between_replicas() -> None:
         assert "red + blue" in json.dumps(done["artifacts"])
 
 
+async def test_a_blocking_answer_is_the_stored_task() -> None:
+    """A blocking send over the Redis bus answers from the events its subscription got (no
+    reload): chunks folded, status message in the history, exactly what GetTask reads."""
+    agent, _ = workbench()
+    async with two_replicas(agent) as (a, b):
+        answered = await a.send(ask_for("chunks"))
+        assert state_of(answered) == "TASK_STATE_COMPLETED"
+        assert answered == await b.get(answered["id"])
+        assert [part["text"] for part in answered["artifacts"][0]["parts"]] == ["c0", "c1", "c2"]
+        assert status_text(answered) == "all chunks sent"
+        cut = await a.send(ask_for("chunks"), historyLength=1)
+        whole = await b.get(cut["id"])
+        assert len(whole["history"]) > 1
+        assert cut == {**whole, "history": whole["history"][-1:]}
+
+
+async def test_a_blocking_answer_includes_a_message_the_bus_never_carried() -> None:
+    """A caller's message to a task at work takes a version but is never published: the
+    blocking send waiting on that task finds the hole and answers with the stored task,
+    the message in its history."""
+    agent, controls = workbench()
+    async with two_replicas(agent) as (a, b):
+        waiting = asyncio.ensure_future(a.send(ask_for("busy_then_ask", "gap")))
+        await controls.started("gap")
+        (task,) = (await b.result("ListTasks", {}))["tasks"]
+        more = user_message("and this", taskId=task["id"])
+        assert state_of(await b.send(more, returnImmediately=True)) == "TASK_STATE_WORKING"
+        controls.release("gap")
+        with anyio.fail_after(WAIT_S):
+            answered = await waiting
+        assert state_of(answered) == "TASK_STATE_COMPLETED"
+        assert answered == await b.get(task["id"])
+        texts = [part.get("text") for m in answered["history"] for part in m["parts"]]
+        assert "and this" in texts
+
+
 async def test_one_replica_on_postgres_and_redis_serves_the_usual_flows() -> None:
     agent, controls = workbench()
     async with (

@@ -132,6 +132,8 @@ async def test_send_get_and_stream_in_0_3_shapes() -> None:
         limited = pb.GetTaskRequest(name=f"tasks/{task.id}", history_length=1)
         assert len((await unary(channel, "GetTask", limited, pb.Task)).history) == 1
 
+        # A new message (a repeated messageId would get the finished task back).
+        request = pb.SendMessageRequest(request=user("record"))
         events = await streamed(channel, "SendStreamingMessage", request)
         kinds = [e.WhichOneof("payload") for e in events]
         assert kinds == [

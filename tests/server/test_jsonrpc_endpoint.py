@@ -18,6 +18,7 @@ import pytest
 import pytest_asyncio
 
 from peerwire import Agent
+from peerwire.client import IDEMPOTENT_SEND_EXTENSION
 from peerwire.testing import live_server
 
 from ._rpc import HEADERS, Rpc, envelope, serving, user_message
@@ -337,6 +338,9 @@ async def test_the_card_is_served_with_caching_headers(rpc: Rpc) -> None:
         "protocolVersion": "1.0",
     }
     assert card["skills"][0]["id"] == "echo"
+    # peerwire's own behaviours (idempotent sends) are advertised as extensions.
+    extensions = card["capabilities"].pop("extensions")
+    assert [e["uri"] for e in extensions] == [IDEMPOTENT_SEND_EXTENSION]
     assert card["capabilities"] == {
         "streaming": True,
         "pushNotifications": False,

@@ -5,9 +5,12 @@ from __future__ import annotations
 # Importing a command module registers its command on the app.
 from . import cancel as _cancel  # noqa: F401
 from . import card as _card  # noqa: F401
+from . import check as _check  # noqa: F401
 from . import db as _db  # noqa: F401
+from . import delegations as _delegations  # noqa: F401
 from . import demo as _demo  # noqa: F401
 from . import get as _get  # noqa: F401
+from . import inspect_ as _inspect  # noqa: F401
 from . import list_ as _list  # noqa: F401
 from . import send as _send  # noqa: F401
 from . import serve as _serve  # noqa: F401

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from ..delegation import open_ledger_store
 from ..server.stores import MemoryTaskStore, SQLiteTaskStore, open_store
 from ..server.stores._sql import SCHEMA_VERSION
 from ._app import app
@@ -48,6 +49,7 @@ def upgrade_command(
                 # The SQLite store migrates in open(), without saying from which version.
                 await task_store.open()
                 await task_store.close()
+                await _upgrade_ledger(store)
                 typer.echo(f"peerwire: {task_store.path} is at schema version {SCHEMA_VERSION}")
                 return 0
             from ..server.stores.postgres import PostgresTaskStore  # the "postgres" extra
@@ -56,6 +58,7 @@ def upgrade_command(
             found, now = await task_store.upgrade()
         except RuntimeError as exc:  # a schema written by a newer peerwire
             raise CommandError(str(exc)) from None
+        await _upgrade_ledger(store)
         if found == now:
             typer.echo(f"peerwire: schema {task_store.schema} is at version {now}: nothing to do")
         else:
@@ -65,3 +68,11 @@ def upgrade_command(
         return 0
 
     run(main)
+
+
+async def _upgrade_ledger(spec: str) -> None:
+    """The delegation ledger beside the tasks (its own table and version) migrates as it
+    opens, like the SQLite task store (docs/DELEGATION.md)."""
+    ledger = open_ledger_store(spec)
+    await ledger.open()
+    await ledger.close()

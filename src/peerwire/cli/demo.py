@@ -6,6 +6,9 @@ folder (nothing is written to the current one), and walks through the protocol: 
 blocking send, a stream, GetTask, a question and its answer on the same task, one agent
 calling another (and failing), and a cancel. Each step prints what went in and what came out;
 ``--wire`` adds the HTTP traffic itself. Everything it started is stopped before it exits.
+
+``peerwire demo fulfillment`` is the other walk-through: an order orchestrator delegating to
+three agents (``_fulfillment.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from ._session import CommandError, run
 from ._states import state_name
 from ._wire import WireTap
 
-__all__ = ["Demo", "demo_command"]
+__all__ = ["Demo", "demo_command", "fulfillment_command"]
 
 _CALL_TIMEOUT_S = 30.0
 _DEMO_TIMEOUT_S = 120.0  # the whole walk-through takes a few seconds; this only bounds a hang
@@ -39,8 +42,15 @@ _SHUTDOWN_GRACE_S = 2.0
 _UPDATES_BEFORE_CANCEL = 2
 
 
-@app.command("demo")
+# A group, so that ``peerwire demo`` runs the walk-through and ``peerwire demo fulfillment``
+# the order-fulfillment one.
+demo_app = typer.Typer(name="demo")  # its help: demo_command's docstring
+app.add_typer(demo_app)
+
+
+@demo_app.callback(invoke_without_command=True)
 def demo_command(
+    ctx: typer.Context,
     wire: Annotated[
         bool, typer.Option("--wire", help="Also show the HTTP requests and responses.")
     ] = False,
@@ -48,8 +58,28 @@ def demo_command(
     """Watch two agents talk A2A: a card, tasks, a stream, a question, a cancel.
 
     Serves the Glossary and Brief sample agents on loopback and stops them at the end.
+
+    `peerwire demo fulfillment`: an orchestrator delegating to three agents instead.
     """
+    if ctx.invoked_subcommand is not None:
+        return
     run(lambda: Demo(console(), wire=wire).run())
+
+
+@demo_app.command("fulfillment")
+def fulfillment_command() -> None:
+    """Watch an orchestrator delegate to three agents, through a failure, a cancel, a crash.
+
+    Parallel calls with time limits, a failed booking undone, a question passed on, a cancel
+    that reaches every agent, the orchestrator SIGKILLed and restarted without booking twice.
+
+    Serves the Risk, Inventory and Logistics sample agents on loopback and runs the Order
+    Fulfillment Agent as a process of its own (its SQLite store in a temporary folder);
+    stops them all at the end.
+    """
+    from ._fulfillment import FulfillmentDemo  # the samples, only when this demo runs
+
+    run(lambda: FulfillmentDemo(console()).run())
 
 
 class Demo:

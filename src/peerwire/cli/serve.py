@@ -14,10 +14,12 @@ from typing import Annotated
 import typer
 
 from ..httpd import HTTPLimits, ServerTLS
+from ..ops.metrics import metrics_available
 from ..server import Agent, PushSettings, serve
 from ..server.app import INTERFACE_NAMES
 from ..server.stores import TaskStore, open_store
 from ._app import app
+from ._logs import LogFormatName, LogFormatOption, LogLevelOption
 from ._scale import LeaseTtl, ReclaimIdle, SweepEvery, event_bus, work_queue
 
 
@@ -90,6 +92,14 @@ def serve_command(
         float | None,
         typer.Option(help="Delete finished tasks after this many days (default: keep them)."),
     ] = None,
+    message_retention: Annotated[
+        float,
+        typer.Option(
+            help="Hours a caller's first message is remembered: a SendMessage repeating its "
+            "messageId gets the task it created, not a second one (0: off).",
+            min=0.0,
+        ),
+    ] = 24.0,
     max_working: Annotated[
         int, typer.Option(help="Most tasks working at once; more are refused as busy.")
     ] = 10_000,
@@ -109,7 +119,15 @@ def serve_command(
             help="Also serve A2A 0.3 callers (JSON-RPC and HTTP+JSON; docs/COMPATIBILITY.md).",
         ),
     ] = True,
-    log_level: Annotated[str, typer.Option(help="Log level of the server's messages.")] = "warning",
+    log_level: LogLevelOption = "info",
+    log_format: LogFormatOption = LogFormatName.text,
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            help="Log each HTTP request (method, path, binding, operation, status, duration, "
+            "task id) on peerwire.access; never its headers or query string."
+        ),
+    ] = False,
     grpc: Annotated[bool, typer.Option(help="Also serve gRPC (when grpcio is installed).")] = True,
     grpc_port: Annotated[
         int, typer.Option(help="gRPC port on HOST; 0 picks a free one (the card lists it).")
@@ -171,8 +189,40 @@ def serve_command(
         float | None,
         typer.Option(help="Seconds an idle keep-alive connection stays open (default 5)."),
     ] = None,
+    metrics: Annotated[
+        bool,
+        typer.Option(
+            help="Serve Prometheus metrics at /metrics, without A2A authentication (on when "
+            "prometheus-client is installed; docs/OPERATIONS.md)."
+        ),
+    ] = True,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Serve the metrics on this port of HOST instead of /metrics on the agent's "
+            "port; 0 picks a free one.",
+            min=0,
+            max=65535,
+        ),
+    ] = None,
+    metrics_token: Annotated[
+        str | None,
+        typer.Option(
+            help="Bearer token a scrape must send (Authorization: Bearer TOKEN).",
+            envvar="PEERWIRE_METRICS_TOKEN",
+        ),
+    ] = None,
 ) -> None:
     """Serve an agent: its card, JSON-RPC endpoint and streams."""
+    if not metrics and (metrics_port is not None or metrics_token is not None):
+        raise typer.BadParameter(
+            "--metrics-port and --metrics-token need metrics on", param_hint="--no-metrics"
+        )
+    if (metrics_port is not None or metrics_token is not None) and not metrics_available():
+        raise typer.BadParameter(
+            "metrics need prometheus-client: pip install 'peerwire[metrics]'",
+            param_hint="--metrics-port/--metrics-token",
+        )
     if http is HTTPServerName.uvicorn:
         _require_uvicorn()
     http_limits = _http_limits(http, head_timeout, body_timeout, keep_alive)
@@ -194,6 +244,8 @@ def serve_command(
         port=port,
         public_url=public_url,
         log_level=log_level,
+        log_format=log_format.value,
+        access_log=access_log,
         store=task_store,
         bus=bus,
         queue=queue,
@@ -210,6 +262,11 @@ def serve_command(
         tls=tls,
         http=http.value,
         http_limits=http_limits,
+        metrics=metrics,
+        metrics_port=metrics_port,
+        metrics_host=host,
+        metrics_token=metrics_token,
+        message_retention=timedelta(hours=message_retention) if message_retention else None,
     )
 
 

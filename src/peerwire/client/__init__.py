@@ -7,19 +7,22 @@ Transports are chosen per binding from a registry (``register_transport``); the 
 transport is built in, and the REST and gRPC ones appear when their modules are installed.
 """
 
+from ..protocol.extensions import IDEMPOTENT_SEND_EXTENSION
 from ._card import CardCache, default_card_cache
-from ._client import Client, TaskListing
+from ._client import Client, PushConfig, TaskListing
 from ._follow import Payload
 from ._registry import available_bindings, register_transport
 from .transports._limits import ClientLimits
 from .transports.base import CallOptions, Transport, TransportFactory, TransportSettings
 
 __all__ = [
+    "IDEMPOTENT_SEND_EXTENSION",
     "CallOptions",
     "CardCache",
     "Client",
     "ClientLimits",
     "Payload",
+    "PushConfig",
     "TaskListing",
     "Transport",
     "TransportFactory",

@@ -7,6 +7,10 @@ every use. An expired card is revalidated with ``If-None-Match`` / ``If-Modified
 
 The document is kept as received, so a ``check`` (signature verification) sees the server's
 exact JSON, on every fetch, the cached ones included.
+
+A caller may shorten a card's life (``fetch(max_age=...)``: a client re-reads its card at
+least that often, whatever the server allows) and ask for it afresh (``refresh=True``: after
+a call failed, the card may have changed; the server still answers 304 if it did not).
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ class _Entry:
     etag: str | None
     last_modified: str | None
     fresh_until: float
+    checked_at: float
+    """When the server last confirmed this card (a 200 or a 304)."""
 
 
 class CardCache:
@@ -90,6 +96,8 @@ class CardCache:
         headers: Mapping[str, str] | None = None,
         timeout: float | None = 30.0,
         check: CardCheck | None = None,
+        max_age: float | None = None,
+        refresh: bool = False,
     ) -> AgentCard:
         """The card at ``url`` (a card URL), from the cache while fresh, else from the server.
 
@@ -97,9 +105,18 @@ class CardCache:
         one is handed out); what it raises propagates and nothing is cached. Raises
         ``A2AConnectionError`` / ``A2ATimeoutError`` when the server cannot be reached and
         ``InvalidAgentCardError`` when it answers something that is not a card.
+
+        ``max_age``: a cached card the server confirmed longer ago than that is revalidated
+        even if the server would allow more; ``refresh``: revalidate whatever its age.
         """
         entry = self._entries.get(url)
-        if entry is not None and self._clock() < entry.fresh_until:
+        now = self._clock()
+        if (
+            entry is not None
+            and not refresh
+            and now < entry.fresh_until
+            and (max_age is None or now < entry.checked_at + max_age)
+        ):
             if check is not None:
                 await check(entry.content)
             self._entries.move_to_end(url)
@@ -116,7 +133,8 @@ class CardCache:
                 await check(entry.content)
             lifetime = self._lifetime(response.headers)
             entry.etag = response.headers.get("etag", entry.etag)
-            entry.fresh_until = self._clock() + (lifetime or 0.0)
+            entry.checked_at = self._clock()
+            entry.fresh_until = entry.checked_at + (lifetime or 0.0)
             self._entries.move_to_end(url)
             return entry.card
         if response.status != 200:
@@ -138,6 +156,7 @@ class CardCache:
             etag=headers.get("etag"),
             last_modified=headers.get("last-modified"),
             fresh_until=self._clock() + lifetime,
+            checked_at=self._clock(),
         )
         self._entries.move_to_end(url)
         while len(self._entries) > self.max_entries:

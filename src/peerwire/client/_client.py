@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
+import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import anyio
 import httpx
 import msgspec
 
 from ..compat.v03.version import PROTOCOL_VERSION as V03
 from ..compat.v03.version import speaks_v03
 from ..errors import (
+    A2AConnectionError,
+    A2AError,
     A2ATimeoutError,
     CardSignatureError,
+    ClientError,
     InvalidAgentCardError,
     InvalidResponseError,
+    MethodNotFoundError,
     VersionNotSupportedError,
 )
-from ..protocol import PROTOCOL_VERSION, check_version
+from ..ops import tracing
+from ..protocol import PROTOCOL_VERSION, check_version, ends_blocking_wait
+from ..protocol.extensions import IDEMPOTENT_SEND_EXTENSION
 from ..types import (
     AgentCard,
     AgentInterface,
@@ -47,10 +56,13 @@ from ..types import (
     Task,
     TaskPushNotificationConfig,
     TaskState,
+    TaskStatusUpdateEvent,
 )
 from ._card import CardCache, CardCheck, card_url, default_card_cache
+from ._card_source import DEFAULT_CARD_TTL, CardSource
 from ._follow import Payload, TaskFollower
 from ._inprocess import ASGIApp, StreamingASGITransport
+from ._leaving import RemoteCancels
 from ._messages import Content, FileLike, build_message
 from ._registry import spoken_versions, transport_factory, unavailable_reason
 from .transports._exchange import HTTPExchange, HttpxExchange, PooledExchange
@@ -61,7 +73,13 @@ if TYPE_CHECKING:
     from ..security.signing import Trust
     from .auth import Credentials
 
-__all__ = ["DEFAULT_BINDINGS", "Client", "TaskListing"]
+__all__ = ["DEFAULT_BINDINGS", "Client", "PushConfig", "TaskListing"]
+
+log = logging.getLogger("peerwire.client")
+
+PushConfig = TaskPushNotificationConfig
+"""A webhook for ``send``/``stream``'s ``push=``: ``PushConfig(url=..., token=...,
+authentication=...)`` (its task id is filled in by the agent)."""
 
 T = TypeVar("T")
 
@@ -69,6 +87,23 @@ DEFAULT_BINDINGS = (Binding.JSONRPC, Binding.HTTP_JSON, Binding.GRPC)
 
 # How many tasks' skills a client remembers, so that follow-ups ask for the skill's scopes.
 _REMEMBERED_SKILLS = 1024
+
+# Operations sent again after a failed connection (or a moved interface) as they are: they
+# change nothing, or the same thing twice. A send goes again only to an agent whose card says
+# it deduplicates messages (``IDEMPOTENT_SEND_EXTENSION``); CancelTask never (a second one
+# would answer TaskNotCancelable for a task the first did cancel).
+_SAFE_TO_REPEAT = frozenset(
+    {
+        "GetTask",
+        "ListTasks",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+        "GetExtendedAgentCard",
+    }
+)
+# How long finding the task of a send that timed out may take (a repeat with returnImmediately).
+_LOOKUP_TIMEOUT_S = 5.0
 
 
 class Client:
@@ -93,9 +128,21 @@ class Client:
         extensions: Sequence[str] = (),
         owned_http: HTTPExchange | None = None,
         credentials: Credentials | None = None,
+        cancel_on_exit: bool = False,
+        timeout: float | None = None,
     ) -> None:
         """Use ``Client.connect``; this wires up parts that ``connect`` has already chosen."""
         self._card = card
+        self._cancel_on_exit = cancel_on_exit
+        self._timeout = timeout
+        self._cancels = RemoteCancels(self.cancel_task)
+        # Set by ``connect``: where the card is read again from, and how a transport is made.
+        self._source: CardSource | None = None
+        self._bindings: tuple[str, ...] = ()
+        self._settings: TransportSettings | None = None
+        # Transports left behind when the card moved the client elsewhere (closed with it).
+        self._retired: list[Transport] = []
+        self._extended = False  # ``card`` is the extended card (``get_extended_card``)
         self._credentials = credentials
         self._task_skills: OrderedDict[str, str] = OrderedDict()
         self._interface = interface
@@ -107,7 +154,10 @@ class Client:
             # The version the interface speaks: 1.0, or 0.3 for an agent that still does.
             headers={**(headers or {}), "A2A-Version": _version_of(interface)},
         )
-        self._follower = TaskFollower(self._resubscribe, self.get_task)
+        self._follower = TaskFollower(self._resubscribe_after_drop, self.get_task)
+        # The CLIENT spans of its calls, made once tracing is on (``tracing.STATE.tracer``).
+        self._spans: tracing.ClientSpans | None = None
+        tracing.refresh()
 
     @classmethod
     def connect(
@@ -126,6 +176,9 @@ class Client:
         trust: Trust | None = None,
         credentials: Credentials | None = None,
         limits: ClientLimits | None = None,
+        cancel_on_exit: bool = False,
+        card_ttl: float | None = DEFAULT_CARD_TTL,
+        fallback: AgentCard | str | None = None,
     ) -> _Connect:
         """Fetch the agent's card from ``url`` and connect to its first usable interface.
 
@@ -160,6 +213,18 @@ class Client:
         heads, bodies, SSE events), connecting, and the connections per origin; past one, a
         call fails with ``InvalidResponseError`` naming it.
 
+        ``cancel_on_exit`` (default off; each call may say otherwise) cancels the remote task
+        of a ``send``, ``stream`` or ``subscribe`` left before its task settled: cancelled,
+        timed out, or its iterator closed early (CancelTask, bounded in time, failures
+        logged; docs/CLIENT.md).
+
+        ``card_ttl`` (seconds, default 300; ``None``: never) is how long the card is used
+        before it is read again (revalidated through the card cache); a call whose connection
+        fails, or whose interface has no A2A route any more, reads it again at once and goes
+        to its new first interface, sent again when that is safe (a read, or a send to an
+        agent that deduplicates messages). ``fallback`` (an ``AgentCard``, or a URL whose card
+        to fetch) stands in when the agent's card cannot be fetched.
+
         Await the result, or use it as ``async with Client.connect(...) as client``.
         """
         return _Connect(
@@ -177,6 +242,9 @@ class Client:
                 trust=trust,
                 credentials=credentials,
                 limits=limits if limits is not None else DEFAULT_LIMITS,
+                cancel_on_exit=cancel_on_exit,
+                card_ttl=card_ttl,
+                fallback=fallback,
             )
         )
 
@@ -197,6 +265,9 @@ class Client:
         trust: Trust | None,
         credentials: Credentials | None,
         limits: ClientLimits,
+        cancel_on_exit: bool = False,
+        card_ttl: float | None = DEFAULT_CARD_TTL,
+        fallback: AgentCard | str | None = None,
     ) -> Client:
         if app is not None and http_client is not None:
             raise ValueError("pass either app= (in-process) or http_client=, not both")
@@ -212,15 +283,21 @@ class Client:
         if card_cache is None:
             # Apps in one process may share a URL; their cards must not be confused.
             card_cache = CardCache() if app is not None else default_card_cache
+        if card_ttl is not None and card_ttl <= 0:
+            raise ValueError(f"card_ttl must be positive seconds or None, got {card_ttl}")
+        settings = None
         try:
-            location = card_url(url)
-            card = await card_cache.fetch(
-                http,
-                location,
+            source = CardSource(
+                cache=card_cache,
+                http=http,
+                location=card_url(url),
                 headers={**headers, "A2A-Version": PROTOCOL_VERSION},
                 timeout=timeout,
-                check=_signature_check(trust, location) if trust is not None else None,
+                check=(lambda at: _signature_check(trust, at)) if trust is not None else None,
+                ttl=card_ttl,
+                fallback=fallback,
             )
+            card, location = await source.read()
             if transport is not None:
                 interface = _interface_of(card, transport)
             else:
@@ -235,7 +312,7 @@ class Client:
         except BaseException:
             await http.aclose()
             raise
-        return cls(
+        client = cls(
             card,
             interface,
             transport,
@@ -243,7 +320,11 @@ class Client:
             extensions=extensions,
             owned_http=http,
             credentials=credentials,
+            cancel_on_exit=cancel_on_exit,
+            timeout=timeout,
         )
+        client._source, client._bindings, client._settings = source, bindings, settings
+        return client
 
     # -- what was chosen ------------------------------------------------------------------
 
@@ -256,6 +337,13 @@ class Client:
     def interface(self) -> AgentInterface:
         """The interface every call goes to."""
         return self._interface
+
+    @property
+    def deduplicates(self) -> bool:
+        """Whether the card says the agent answers a repeated message with the task it made
+        (``IDEMPOTENT_SEND_EXTENSION``): only then does the client send a message again
+        whose answer it did not get, with the same ``messageId``."""
+        return any(e.uri == IDEMPOTENT_SEND_EXTENSION for e in self._card.capabilities.extensions)
 
     # -- messages -------------------------------------------------------------------------
 
@@ -272,6 +360,8 @@ class Client:
         return_immediately: bool = False,
         history_length: int | None = None,
         accepted_output_modes: Sequence[str] | None = None,
+        push: PushConfig | str | None = None,
+        cancel_on_exit: bool | None = None,
     ) -> Task | Message:
         """Send a message; returns the agent's ``Task`` or its direct ``Message`` reply.
 
@@ -281,9 +371,22 @@ class Client:
         ``data`` adds a data part, ``files`` file parts (local paths are sent inline);
         ``skill`` names the skill of a peerwire agent; ``metadata`` is the message's.
 
-        On a timeout, ``A2ATimeoutError.task_id`` is the continued task's; a new task's id
-        would only have been in the answer (``stream`` knows it from the first event).
+        ``push`` registers a webhook with the task in the same request (a ``PushConfig``, or
+        its URL), so even a short task's notifications all reach it.
+
+        On a timeout, ``A2ATimeoutError.task_id`` is the task's: the continued one, or for a
+        new message to an agent that deduplicates messages (``deduplicates``), the one the
+        client then asks for by sending the message again with ``returnImmediately``. From
+        other agents a new task's id would only have been in the answer.
+
+        ``cancel_on_exit`` (default: the client's) cancels the remote task when this call is
+        cancelled or times out before the task settled. A new message to an agent that does
+        not deduplicate messages but streams then goes as SendStreamingMessage, so the task's
+        id is known from the first event; the answer is the settled task, read with GetTask.
         """
+        configuration = _configuration(
+            return_immediately, history_length, accepted_output_modes, self._push_config(push)
+        )
         request = await self._send_request(
             message,
             task_id=task_id,
@@ -292,13 +395,33 @@ class Client:
             files=files,
             skill=skill,
             metadata=metadata,
-            configuration=_configuration(return_immediately, history_length, accepted_output_modes),
+            configuration=configuration,
         )
         skill = self._skill_of(skill, task_id)
+        cancel = self._cancel_on_exit if cancel_on_exit is None else cancel_on_exit
+        known = request.message.task_id or None  # a continued task (``task_id``, or the Message's)
+        if (
+            cancel
+            and known is None
+            and not return_immediately
+            and not self.deduplicates
+            and self._card.capabilities.streaming
+        ):
+            return await self._send_followed(request, skill, history_length)
         try:
             response = await self._call("SendMessage", request, SendMessageResponse, skill=skill)
         except A2ATimeoutError as exc:
-            _name_task(exc, task_id)
+            if exc.task_id is None:
+                exc.task_id = known or await self._task_of(request, skill)
+            if cancel and exc.task_id is not None:
+                await self._cancels.cancel(exc.task_id, "a send timed out")
+            raise
+        except asyncio.CancelledError:
+            if cancel:
+                await self._cancels.cancel(
+                    known if known is not None else (lambda: self._task_of(request, skill)),
+                    "a send was cancelled",
+                )
             raise
         payload = response.payload
         if isinstance(payload, Task):
@@ -318,11 +441,16 @@ class Client:
         history_length: int | None = None,
         accepted_output_modes: Sequence[str] | None = None,
         resume_for: float = 0.0,
+        push: PushConfig | str | None = None,
+        cancel_on_exit: bool | None = None,
     ) -> AsyncIterator[Payload]:
         """Send a message and follow what happens: a ``Message`` reply, or the ``Task`` and
         then its ``TaskStatusUpdateEvent``s and ``TaskArtifactUpdateEvent``s until it ends or
         needs input. A dropped connection is followed up with SubscribeToTask transparently.
-        Stop early with ``break`` or ``aclose()``; that does not cancel the task.
+        Stop early with ``break`` or ``aclose()``; that does not cancel the task, unless
+        ``cancel_on_exit`` (default: the client's): then leaving before the task settled
+        (terminal or interrupted), by closing the iterator, a cancellation or a timeout,
+        cancels it at the agent. ``push`` registers a webhook with the task, as for ``send``.
 
         A server that ends the stream before the task reached a closing state (it shuts
         down, or lost its event source) says so: ``StreamEndedError`` (a ``ServerBusyError``)
@@ -342,23 +470,51 @@ class Client:
             files=files,
             skill=skill,
             metadata=metadata,
-            configuration=_configuration(False, history_length, accepted_output_modes),
+            configuration=_configuration(
+                False, history_length, accepted_output_modes, self._push_config(push)
+            ),
         )
         skill = self._skill_of(skill, task_id)
-        options = await self._call_options(skill)
-        events = self._transport.stream("SendStreamingMessage", request, options)
-        followed_events = self._follower.follow(events, resume_for=resume_for)
-        following = task_id
-        async with contextlib.aclosing(followed_events) as followed:
-            try:
-                async for payload in followed:
-                    if isinstance(payload, Task):
-                        following = payload.id
-                        self._remember_skill(payload.id, skill)
-                    yield payload
-            except A2ATimeoutError as exc:
-                _name_task(exc, following)
-                raise
+        cancel = self._cancel_on_exit if cancel_on_exit is None else cancel_on_exit
+        settled = False  # the task reached a state at which leaving costs it nothing
+        await self._card_current()
+        traced = None
+        if tracing.STATE.tracer is not None:  # tracing off: this attribute read is all
+            traced = self._traced("SendStreamingMessage", request)
+        try:
+            options = await self._call_options(skill)
+            if traced is not None:
+                options = dataclasses.replace(options, headers=traced.headers(options.headers))
+            events = self._transport.stream("SendStreamingMessage", request, options)
+            follower = self._follower if traced is None else self._follower_in(traced)
+            followed_events = follower.follow(events, resume_for=resume_for)
+            following = task_id
+            async with contextlib.aclosing(followed_events) as followed:
+                try:
+                    async for payload in followed:
+                        if traced is not None:
+                            traced.counted(payload)
+                        if isinstance(payload, Task):
+                            following = payload.id
+                            self._remember_skill(payload.id, skill)
+                        settled = _settled_by(payload, settled)
+                        yield payload
+                except A2ATimeoutError as exc:
+                    _name_task(exc, following)
+                    if cancel and not settled:
+                        await self._leave(exc.task_id, request, skill, "a stream timed out")
+                    raise
+                except (GeneratorExit, asyncio.CancelledError):
+                    if cancel and not settled:
+                        await self._leave(following, request, skill, "a stream was left early")
+                    raise
+        except Exception as exc:
+            if traced is not None:
+                traced.failed(exc)
+            raise
+        finally:
+            if traced is not None:
+                traced.end()  # one span for the whole stream, however it ended
 
     async def _send_request(
         self,
@@ -438,7 +594,9 @@ class Client:
         )
         return await self._call("CancelTask", request, Task)
 
-    async def subscribe(self, task_id: str, *, resume_for: float = 0.0) -> AsyncIterator[Payload]:
+    async def subscribe(
+        self, task_id: str, *, resume_for: float = 0.0, cancel_on_exit: bool | None = None
+    ) -> AsyncIterator[Payload]:
         """Follow a running task: its ``Task`` snapshot first, then its updates, until it ends
         or needs input. A dropped connection is resubscribed and the new snapshot merged in as
         updates, so you see the true state without any chunk twice; if the task finished
@@ -448,29 +606,83 @@ class Client:
         (A2A spec §3.1.6): use ``get_task`` for it. A server that ends the stream early raises
         ``StreamEndedError``, or is subscribed to again for ``resume_for`` seconds, as for
         ``stream``; a timeout raises ``A2ATimeoutError`` with this ``task_id``.
+        ``cancel_on_exit`` cancels the task when this is left before it settled, as for
+        ``stream``.
         """
-        async with contextlib.aclosing(
-            self._follower.follow(self._resubscribe(task_id), resume_for=resume_for)
-        ) as followed:
-            try:
-                async for payload in followed:
-                    yield payload
-            except A2ATimeoutError as exc:
-                _name_task(exc, task_id)
-                raise
+        cancel = self._cancel_on_exit if cancel_on_exit is None else cancel_on_exit
+        settled = False
+        await self._card_current()
+        traced = None
+        follower = self._follower
+        if tracing.STATE.tracer is not None:  # tracing off: this attribute read is all
+            request = SubscribeToTaskRequest(tenant=self._tenant, id=task_id)
+            traced = self._traced("SubscribeToTask", request)
+            follower = self._follower_in(traced)
+        try:
+            async with contextlib.aclosing(
+                follower.follow(self._resubscribe(task_id, traced), resume_for=resume_for)
+            ) as followed:
+                try:
+                    async for payload in followed:
+                        if traced is not None:
+                            traced.counted(payload)
+                        settled = _settled_by(payload, settled)
+                        yield payload
+                except A2ATimeoutError as exc:
+                    _name_task(exc, task_id)
+                    if cancel and not settled:
+                        await self._leave(task_id, None, None, "a subscription timed out")
+                    raise
+                except (GeneratorExit, asyncio.CancelledError):
+                    if cancel and not settled:
+                        await self._leave(task_id, None, None, "a subscription was left early")
+                    raise
+        except Exception as exc:
+            if traced is not None:
+                traced.failed(exc)
+            raise
+        finally:
+            if traced is not None:
+                traced.end()
 
-    def _resubscribe(self, task_id: str) -> AsyncIterator[StreamResponse]:
+    def _resubscribe(
+        self, task_id: str, traced: tracing.ClientCall | None = None
+    ) -> AsyncIterator[StreamResponse]:
+        """SubscribeToTask; ``traced``: within that call's span (its trace context sent)."""
         request = SubscribeToTaskRequest(tenant=self._tenant, id=task_id)
         if self._credentials is None:
-            return self._transport.stream("SubscribeToTask", request, self._options)
-        return self._authorized_stream("SubscribeToTask", request)
+            options = self._options
+            if traced is not None:
+                options = dataclasses.replace(options, headers=traced.headers(options.headers))
+            return self._transport.stream("SubscribeToTask", request, options)
+        return self._authorized_stream("SubscribeToTask", request, traced)
+
+    async def _resubscribe_after_drop(
+        self, task_id: str, traced: tracing.ClientCall | None = None
+    ) -> AsyncIterator[StreamResponse]:
+        """SubscribeToTask after a stream dropped: the card is read again first (revalidated:
+        a 304 when nothing changed), so a task whose agent moved meanwhile is followed at
+        its new interface."""
+        if self._source is not None:
+            await self._reload_card(refresh=True)
+        events = self._resubscribe(task_id, traced)
+        try:
+            async for event in events:
+                yield event
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
 
     async def _authorized_stream(
-        self, operation: str, request: Any
+        self, operation: str, request: Any, traced: tracing.ClientCall | None = None
     ) -> AsyncIterator[StreamResponse]:
         """A stream opened with credentials chosen when it opens (a resubscription may come
         long after the first call, with a token renewed meanwhile)."""
-        events = self._transport.stream(operation, request, await self._call_options())
+        options = await self._call_options()
+        if traced is not None:
+            options = dataclasses.replace(options, headers=traced.headers(options.headers))
+        events = self._transport.stream(operation, request, options)
         try:
             async for event in events:
                 yield event
@@ -543,11 +755,15 @@ class Client:
         """The card the agent shows to you once authenticated; it replaces ``card``."""
         request = GetExtendedAgentCardRequest(tenant=self._tenant)
         self._card = await self._call("GetExtendedAgentCard", request, AgentCard)
+        self._extended = True
         return self._card
 
     # -- lifetime -------------------------------------------------------------------------
 
     async def aclose(self) -> None:
+        await self._cancels.wait()  # the cancels of calls left early, each bounded in time
+        for retired in self._retired:
+            await retired.aclose()
         await self._transport.aclose()
         if self._owned_http is not None:
             await self._owned_http.aclose()
@@ -566,8 +782,218 @@ class Client:
     async def _call(
         self, operation: str, request: Any, response_type: type[T], *, skill: str | None = None
     ) -> T:
-        options = await self._call_options(skill)
+        if tracing.STATE.tracer is None:  # tracing off: this attribute read is all
+            options = await self._call_options(skill)
+            return await self._invoke(operation, request, response_type, options)
+        traced = self._traced(operation, request)
+
+        async def call() -> T:
+            options = await self._call_options(skill)
+            options = dataclasses.replace(options, headers=traced.headers(options.headers))
+            return await self._invoke(operation, request, response_type, options)
+
+        result: T = await traced.run(call)
+        return result
+
+    async def _invoke(
+        self, operation: str, request: Any, response_type: type[T], options: CallOptions
+    ) -> T:
+        """One call on the current interface. The card is read again first once its time to
+        live is over; after a failed connection, or an interface with no A2A route, it is
+        read again at once (the agent may have moved) and the call sent once more, to the
+        interface it names now, when that is safe (``_repeatable``)."""
+        source = self._source
+        if source is not None and source.stale():  # inline: this runs before every call
+            await self._reload_card(refresh=False)
+        try:
+            return await self._transport.call(operation, request, response_type, options)
+        except (A2AConnectionError, MethodNotFoundError) as exc:
+            if self._source is None:
+                raise
+            moved = await self._reload_card(refresh=True)
+            if not self._repeatable(operation, request) or (
+                isinstance(exc, MethodNotFoundError) and not moved
+            ):
+                raise
+            log.info("peerwire: %s failed (%s); sending it again", operation, exc.message)
+        if hasattr(request, "tenant"):
+            request = msgspec.structs.replace(request, tenant=self._tenant)
+        options = dataclasses.replace(
+            options, headers={**options.headers, "A2A-Version": _version_of(self._interface)}
+        )
         return await self._transport.call(operation, request, response_type, options)
+
+    async def _card_current(self) -> None:
+        """Read the card again if its time to live is over (before a call or a stream)."""
+        if self._source is not None and self._source.stale():
+            await self._reload_card(refresh=False)
+
+    def _repeatable(self, operation: str, request: Any) -> bool:
+        """Whether sending ``request`` again cannot do twice what it asks: it only reads, or
+        it is a message to an agent that deduplicates messages (same ``messageId``)."""
+        if operation in _SAFE_TO_REPEAT:
+            return True
+        if operation == "SendMessage":
+            return self.deduplicates
+        if operation == "CreateTaskPushNotificationConfig":
+            return bool(request.id)  # saved under its own id: the same config again
+        return False
+
+    async def _reload_card(self, *, refresh: bool) -> bool:
+        """Read the card again; move to its first usable interface if that is another one.
+        Returns whether the client moved. A card that cannot be read leaves things as they
+        are (the call's own error says what went wrong)."""
+        source = self._source
+        assert source is not None
+        try:
+            card, location = await source.read(refresh=refresh)
+        except ClientError as exc:
+            log.warning("peerwire: reading the agent card again failed: %s", exc.message)
+            return False
+        if not self._extended:
+            self._card = card  # an extended card stays (it is what this caller may see)
+        if self._settings is None:
+            return False  # the caller chose the transport: it stays
+        try:
+            interface, transport = _choose(card, location, self._bindings, self._settings)
+        except InvalidAgentCardError as exc:
+            log.warning(
+                "peerwire: the agent card changed to one without a usable interface: %s", exc
+            )
+            return False
+        if interface == self._interface:
+            await transport.aclose()
+            return False
+        log.info(
+            "peerwire: the agent moved from %s to %s (%s)",
+            self._interface.url,
+            interface.url,
+            interface.protocol_binding,
+        )
+        # Streams still open on the old transport go on there; it closes with the client.
+        self._retired.append(self._transport)
+        self._transport, self._interface, self._tenant = transport, interface, interface.tenant
+        self._options = dataclasses.replace(
+            self._options, headers={**self._options.headers, "A2A-Version": _version_of(interface)}
+        )
+        self._spans = None
+        return True
+
+    # -- leaving calls early --------------------------------------------------------------
+
+    async def _task_of(self, request: SendMessageRequest, skill: str | None) -> str | None:
+        """The task a send created, for an agent that deduplicates messages: the same message
+        again with ``returnImmediately`` answers with it at once. ``None`` for other agents
+        (a second send would open a second task) and when that fails too."""
+        if not self.deduplicates:
+            return None
+        config = request.configuration or SendMessageConfiguration()
+        again = msgspec.structs.replace(
+            request, configuration=msgspec.structs.replace(config, return_immediately=True)
+        )
+        try:
+            with anyio.fail_after(_LOOKUP_TIMEOUT_S):
+                answer = await self._call("SendMessage", again, SendMessageResponse, skill=skill)
+        except (ClientError, A2AError, TimeoutError) as exc:
+            log.warning("peerwire: asking the agent which task a message made failed: %s", exc)
+            return None
+        return answer.task.id if answer.task is not None else None
+
+    async def _leave(
+        self,
+        task_id: str | None,
+        request: SendMessageRequest | None,
+        skill: str | None,
+        why: str,
+    ) -> None:
+        """Cancel the remote task of a call left early (``cancel_on_exit``): the one known,
+        or the one the send made (``_task_of``)."""
+        if task_id is not None:
+            await self._cancels.cancel(task_id, why)
+        elif request is not None:
+            await self._cancels.cancel(lambda: self._task_of(request, skill), why)
+
+    async def _send_followed(
+        self, request: SendMessageRequest, skill: str | None, history_length: int | None
+    ) -> Task | Message:
+        """A blocking send made as a stream, so the task's id is known from its first event
+        and a cancel can reach it (``cancel_on_exit`` with an agent that does not
+        deduplicate). Ends as the send would: the task as it settled, per GetTask."""
+        task_id: str | None = None
+        events = self._stream_for_send(request, skill)
+        try:
+            with anyio.fail_after(self._timeout) if self._timeout else contextlib.nullcontext():
+                async with contextlib.aclosing(events) as followed:
+                    async for payload in followed:
+                        if isinstance(payload, Message):
+                            return payload
+                        if isinstance(payload, Task):
+                            task_id = payload.id
+        except TimeoutError as exc:
+            if isinstance(exc, A2ATimeoutError):
+                raise
+            raise A2ATimeoutError(
+                f"SendMessage to {self._interface.url} got no settled task within "
+                f"{self._timeout:g} s",
+                url=self._interface.url,
+                task_id=task_id,
+            ) from None
+        if task_id is None:
+            raise InvalidResponseError(
+                f"SendStreamingMessage to {self._interface.url} ended without a task",
+                url=self._interface.url,
+            )
+        return await self.get_task(task_id, history_length=history_length)
+
+    def _stream_for_send(
+        self, request: SendMessageRequest, skill: str | None
+    ) -> AsyncGenerator[Payload, None]:
+        """``stream``'s following of a request already built, cancelling on exit."""
+        message = request.message
+        configuration = request.configuration
+        return self.stream(  # type: ignore[return-value]  # an async generator function
+            message,
+            history_length=None if configuration is None else configuration.history_length,
+            accepted_output_modes=(
+                None if configuration is None else configuration.accepted_output_modes or None
+            ),
+            push=None if configuration is None else configuration.task_push_notification_config,
+            skill=skill,
+            cancel_on_exit=True,
+        )
+
+    def _push_config(self, push: PushConfig | str | None) -> TaskPushNotificationConfig | None:
+        if push is None:
+            return None
+        if isinstance(push, str):
+            return TaskPushNotificationConfig(tenant=self._tenant, url=push)
+        return msgspec.structs.replace(push, tenant=push.tenant or self._tenant)
+
+    # -- tracing --------------------------------------------------------------------------
+
+    def _traced(self, operation: str, request: Any) -> tracing.ClientCall:
+        """A CLIENT span for one call (only while tracing is on)."""
+        spans = self._spans
+        if spans is None:
+            interface = self._interface
+            spans = self._spans = tracing.ClientSpans(
+                binding=interface.protocol_binding,
+                version=_version_of(interface),
+                url=interface.url,
+                card=self._card,
+            )
+        return spans.start(operation, request)
+
+    def _follower_in(self, traced: tracing.ClientCall) -> TaskFollower:
+        """A follower like the client's whose resubscriptions go within ``traced``."""
+        own = self._follower
+        return TaskFollower(
+            lambda task_id: self._resubscribe_after_drop(task_id, traced),
+            self.get_task,
+            attempts=own.attempts,
+            backoff=own.backoff,
+            max_backoff=own.max_backoff,
+        )
 
     # -- credentials ----------------------------------------------------------------------
 
@@ -742,14 +1168,31 @@ def _configuration(
     return_immediately: bool,
     history_length: int | None,
     accepted_output_modes: Sequence[str] | None,
+    push: TaskPushNotificationConfig | None = None,
 ) -> SendMessageConfiguration | None:
-    if not return_immediately and history_length is None and accepted_output_modes is None:
+    if (
+        not return_immediately
+        and history_length is None
+        and accepted_output_modes is None
+        and push is None
+    ):
         return None
     return SendMessageConfiguration(
         accepted_output_modes=list(accepted_output_modes or ()),
         history_length=history_length,
         return_immediately=return_immediately,
+        task_push_notification_config=push,
     )
+
+
+def _settled_by(payload: Payload, settled: bool) -> bool:
+    """Whether the task followed is settled (terminal or interrupted) once ``payload`` is
+    seen: leaving then cancels nothing. A Message reply settles everything."""
+    if isinstance(payload, Message):
+        return True
+    if isinstance(payload, Task | TaskStatusUpdateEvent):
+        return ends_blocking_wait(payload.status.state)
+    return settled
 
 
 def _timestamp(value: datetime | str | None) -> str | None:

@@ -119,6 +119,19 @@ class RedisHealth:
             self._change(False)
             log.warning("peerwire: %s: Redis is away, retrying: %s", self.what, self.last_error)
 
+    async def ping(self, client: Redis | None) -> None:
+        """PING Redis through ``client`` (readiness, ``/readyz``): raises while it does not
+        answer; the outcome is recorded here as every other command's is."""
+        if client is None:
+            raise RuntimeError(f"{self.what} is not open")
+        try:
+            await client.ping()
+        except Exception as exc:
+            if is_outage(exc):
+                self.failed(exc)
+            raise
+        self.ok()
+
     def _change(self, healthy: bool) -> None:
         self.healthy = healthy
         self.since = time.monotonic()

@@ -8,6 +8,11 @@ holder. The sweeper compares the store (the source of truth) with the leases: an
 that nobody holds on two sweeps in a row lost its job or its worker, and is queued again or
 failed, per the agent's ``on_restart``.
 
+A worker takes the jobs of one read together: their leases, acknowledgements and cancel marks
+in one Redis script, their tasks in one store read (``TaskStore.load_many``); while busy it
+lets the next jobs gather for ``_GATHER_S`` before it reads again, so each round trip serves
+several tasks.
+
 Redis may restart and come back empty, and pub/sub delivers at most once, so the holder does
 not rely on what Redis carries. At every lease renewal (every ``lease_ttl / 3``, and at once
 when Redis answers again after an outage) it
@@ -73,6 +78,8 @@ _RETRY_S = 0.5
 _RETRY_MAX_S = 2.0
 _FULL_WAIT_S = 0.05
 _READ_BATCH = 64
+# How long a worker that just took jobs waits before reading again (see _consume_forever).
+_GATHER_S = 0.005
 # While a cancel waits for the holder, how often it also asks the store (the bus may be away).
 _CANCEL_POLL_S = 0.5
 _RECHECKS_AT_ONCE = 8
@@ -279,8 +286,9 @@ class Placement:
                 # Polling while full, briefly: a handler finishing is not an event we await.
                 await asyncio.sleep(_FULL_WAIT_S)
                 continue
+            asked = min(free, _READ_BATCH)
             try:
-                jobs = await self.queue.read(min(free, _READ_BATCH))
+                jobs = await self.queue.read(asked)
             except Exception as exc:  # never ends the loop: it runs in the runner's task group
                 if not is_outage(exc):
                     log.warning("peerwire: reading the work queue failed, retrying: %s", exc)
@@ -288,26 +296,58 @@ class Placement:
                 wait = min(wait * 2, _RETRY_MAX_S)
                 continue
             wait = _RETRY_S
-            for job in jobs:
-                try:
-                    await self._take(job)
-                except Exception:  # one bad job must not stop this worker
-                    log.exception("peerwire: job for task %s failed", job.task_id)
+            if not jobs:
+                continue
+            try:
+                await self._take_all(jobs)
+            except Exception as exc:  # never ends the loop; the jobs were queued again
+                if not is_outage(exc):
+                    log.exception("peerwire: taking %d job(s) failed", len(jobs))
+                await asyncio.sleep(_RETRY_S)
+                continue
+            if len(jobs) < asked:
+                # Busy but caught up: let the next jobs gather for a moment, so one read, one
+                # take and one store read serve several of them (an idle worker, blocked in
+                # its read, still takes a new job at once).
+                await asyncio.sleep(_GATHER_S)
 
-    async def _take(self, job: Job) -> None:
+    async def _take_all(self, jobs: list[Job]) -> None:
+        """Take one read's jobs together: their leases, acknowledgements and cancel marks in
+        one Redis round trip, their tasks in one store read, then start their handlers."""
         runner = self.runner
-        if (
-            job.task_id in runner._live
-            or job.task_id in self._holding
-            or not await self.queue.take_lease(job.task_id)
-        ):
-            # Held by a live worker (here or elsewhere): a duplicate.
-            await self.queue.ack(job)
+        wanted: dict[str, Job] = {}
+        for job in jobs:
+            # Held here already (running, or its outcome being recorded), or twice in this
+            # read: a duplicate, only acknowledged.
+            if job.task_id not in runner._live and job.task_id not in self._holding:
+                wanted.setdefault(job.task_id, job)
+        # Held elsewhere: left out (a duplicate too). Canceled: marked while it changed hands.
+        taken = await self.queue.take_jobs(jobs, list(wanted))
+        leased = [job for task_id, job in wanted.items() if task_id in taken]
+        metrics = runner.metrics
+        if metrics is not None:
+            # Taken over from a consumer that stopped without acknowledging them.
+            metrics.reclaimed.inc(sum(1 for job in leased if job.reclaimed))
+        if not leased:
             return
         try:
-            # Read after the lease is ours: what the task is now, not before a cancel.
-            record = await runner.store.load(job.task_id, tenant=job.tenant)
-            canceled = await self.queue.ack_and_check_cancel(job)  # one round trip
+            # Read after the leases are ours: what each task is now, not before a cancel.
+            records = await runner.store.load_many([(job.task_id, job.tenant) for job in leased])
+        except BaseException:
+            # Acknowledged but not taken: back to the queue (the sweeper would find them too).
+            with contextlib.suppress(*_REDIS_AWAY):
+                await self.queue.release_leases([job.task_id for job in leased])
+                await self.queue.requeue(leased)
+            raise
+        for job, record in zip(leased, records, strict=True):
+            try:
+                await self._take(job, record, canceled=taken[job.task_id])
+            except Exception:  # one bad job must not stop this worker
+                log.exception("peerwire: job for task %s failed", job.task_id)
+
+    async def _take(self, job: Job, record: TaskRecord | None, *, canceled: bool) -> None:
+        """Run ``job``'s task, whose lease is ours and which the store says is ``record``."""
+        try:
             if record is None or record.state not in _ACTIVE:
                 # Finished, or waiting for its caller: nothing to run.
                 await self.queue.release_lease(job.task_id)
@@ -383,6 +423,8 @@ class Placement:
             # Re-takes a lease Redis lost (a restart) as well as renewing it.
             lost = await self.queue.take_leases(held) & live.keys()
             marked = await self.queue.cancel_requested(list(live))
+            if runner.metrics is not None:
+                runner.metrics.lease_renewals.inc(len(held) - len(lost))
         except _REDIS_AWAY as exc:
             log.debug("peerwire: leases not renewed, Redis is away: %s", exc)
         for task_id in lost:
@@ -496,6 +538,8 @@ class Placement:
         that restarted empty holds no leases until their holders re-take them.
         """
         runner = self.runner
+        if runner.metrics is not None:
+            runner.metrics.queue_sampled(await self.queue.backlog())
         life = await self.queue.life()
         if self._life is None or life.run_id != self._life.run_id:
             self._suspects = {}
@@ -524,15 +568,21 @@ class Placement:
             if info.state is TaskState.SUBMITTED:
                 # Never started (its job was lost): starting it is no restart.
                 await self.queue.enqueue(info.task_id, info.tenant, info.owner, "start")
+                action = "requeued_start"
             elif runner.agent.on_restart == "resume":
                 await self.queue.enqueue(info.task_id, info.tenant, info.owner, "recover")
+                action = "requeued_resume"
             else:
+                action = "failed"
                 try:
                     await runner._emit_status(
                         info.task_id, info.context_id, TaskState.FAILED, WORKER_STOPPED
                     )
                 except (IllegalTransitionError, TaskNotFoundError):
                     log.debug("task %s changed while being swept", info.task_id)
+                    action = "skipped"
+            if runner.metrics is not None:
+                runner.metrics.swept(action)
 
 
 def _unmet(record: TaskRecord, latest: Message) -> list[Message]:

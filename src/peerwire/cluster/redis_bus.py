@@ -20,7 +20,11 @@ Reading: one reader task per bus (started by ``open``, stopped by ``close``) run
 ``XREAD`` over the streams of every started subscription, on a connection of its own, and
 hands each entry to the local subscriptions whose position is before it. A subscription
 starting (or starting further back) wakes the reader through a wake-up stream of this bus
-instance, so it is read at once rather than after the current ``block_seconds``.
+instance, so it is read at once rather than after the current ``block_seconds``; a busy
+reader (events keep coming) is given ``_WAKE_DELAY_S`` to come back by itself first, which
+under load spares the wake-up's round trip. After an XREAD that brought entries the
+reader lets the next ones gather for ``_GATHER_S`` before it reads again, so one read serves
+several tasks' events under load.
 
 Publishing: one Lua script per append (``publish_many``: its events in one round trip) adds
 ``v-0`` per event with ``MAXLEN ~ max_stream_length`` and sets the stream's time to live:
@@ -109,6 +113,12 @@ return appended
 _RETRY_FIRST_S = 0.05
 _RETRY_MAX_S = 2.0
 _WAKE_TTL_MS = 3_600_000
+# How long a new subscription waits for a busy reader to come back by itself before waking
+# it; busy: its current XREAD began less than _RECENT_READ_S ago.
+_WAKE_DELAY_S = 0.004
+_RECENT_READ_S = 0.02
+# How long the reader waits, after an XREAD that brought entries, before the next one.
+_GATHER_S = 0.002
 _STOP_ATTEMPTS = 200
 _STOP_WAIT_S = 0.05
 
@@ -192,6 +202,8 @@ class RedisBus:
         self._wake_seen = "0-0"
         self._wake_pending = False
         self._wake_needed = asyncio.Event()
+        self._read_found = False  # the reader's last XREAD brought entries
+        self._reading_since = 0.0  # when the reader's current XREAD began (loop time)
         self._closed = False
 
     @classmethod
@@ -271,6 +283,11 @@ class RedisBus:
     def healthy(self) -> bool:
         """Whether Redis answered this bus's last command (False during an outage)."""
         return self.health.healthy
+
+    async def check_health(self) -> None:
+        """PING Redis (readiness, ``/readyz``): raises while it does not answer. The outcome
+        is recorded in ``health`` as every other command's is."""
+        await self.health.ping(self._client)
 
     @property
     def followed_tasks(self) -> int:
@@ -382,6 +399,11 @@ class RedisBus:
                     self.health.ok()
                     log.warning("peerwire: reading the Redis event bus works again")
                 failing, delay = False, _RETRY_FIRST_S
+                if self._read_found:
+                    # Events are coming: let the next ones gather for a moment, so one XREAD
+                    # brings several tasks' (an idle reader, blocked in XREAD, still hands
+                    # an event on at once).
+                    await asyncio.sleep(_GATHER_S)
                 continue
             failing = True
             await asyncio.sleep(delay)
@@ -397,6 +419,7 @@ class RedisBus:
         }
         streams: dict[KeyT, StreamIdT] = {self._wake_key: self._wake_seen}
         streams.update((key, f"{ms}-{seq}") for key, (ms, seq) in positions.items())
+        self._reading_since = asyncio.get_running_loop().time()
         # RESP2-shaped (redis-py converts): [[key, [(id, {field: value})]]], or None.
         reply = cast(
             _XReadReply,
@@ -404,6 +427,7 @@ class RedisBus:
                 streams, count=self.read_count, block=max(1, round(self.block_seconds * 1000))
             ),
         )
+        self._read_found = bool(reply)
         for raw_key, entries in reply or ():
             key = raw_key.decode()
             if key == self._wake_key:
@@ -416,7 +440,16 @@ class RedisBus:
     async def _wake_forever(self, client: Redis) -> None:
         while True:
             await self._wake_needed.wait()
+            loop = asyncio.get_running_loop()
+            if loop.time() - self._reading_since < _RECENT_READ_S:
+                # A reader that began its XREAD just now is busy (events keep arriving): it
+                # comes back by itself within milliseconds and then reads the new
+                # subscriptions too, so a wake-up is sent only if it has not come back after
+                # this short wait (a round trip spared per task). An idle one is woken now.
+                await asyncio.sleep(_WAKE_DELAY_S)
             self._wake_needed.clear()
+            if not self._wake_pending:
+                continue  # the reader took every started subscription's position since
             try:
                 async with client.pipeline(transaction=False) as pipe:
                     pipe.xadd(self._wake_key, {"w": b""}, maxlen=1, approximate=False)

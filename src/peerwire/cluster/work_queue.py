@@ -4,9 +4,10 @@ Three Redis structures under the bus's ``prefix``:
 
 - ``{prefix}:jobs``, a stream read by the consumer group ``group``. A job names a task and
   how it came to be queued (``start``, ``continue`` or ``recover``); the task itself is in the
-  store, which is the source of truth. A worker acknowledges a job as soon as it holds the
-  task's lease (or has decided to drop the job), so a job left pending means its reader died
-  before taking the task: a live worker claims it after ``reclaim_idle`` seconds.
+  store, which is the source of truth. A worker acknowledges a job as it takes the task's
+  lease (or drops the job), all the jobs of one read in one script (``take_jobs``), so a job
+  left pending means its reader died before taking the task: a live worker claims it after
+  ``reclaim_idle`` seconds.
 - ``{prefix}:lease:{task_id}``, the id of the worker whose handler holds the task (also while
   it waits in ``ask``), with a time to live of ``lease_ttl`` seconds that the holder renews
   every ``lease_ttl / 3``. A lease that expires means its worker is gone.
@@ -86,6 +87,26 @@ end
 return 0
 """
 
+# The jobs of one read, taken together. KEYS[1]: the jobs stream, then the lease and the
+# cancel mark of each task to take. ARGV: worker id, ttl ms, the consumer group, then the entry
+# ids to acknowledge (every job read). Per task: 0 another worker holds it, 1 ours now, 2 ours
+# and marked to be canceled. The lease is taken before the mark is looked at, in one step: a
+# cancel marks before it looks for a holder, so either it finds us or we find its mark.
+_TAKE_JOBS = """
+local taken = {}
+for i = 2, #KEYS, 2 do
+  local holder = redis.call('GET', KEYS[i])
+  local status = 0
+  if holder == false or holder == ARGV[1] then
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+    status = 1 + redis.call('EXISTS', KEYS[i + 1])
+  end
+  taken[#taken + 1] = status
+end
+if #ARGV > 3 then redis.call('XACK', KEYS[1], ARGV[3], unpack(ARGV, 4)) end
+return taken
+"""
+
 # KEYS[1]: the lease. ARGV: worker id. Only the holder lets go.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -159,6 +180,7 @@ class RedisWorkQueue:
         self._client: Redis | None = None
         self._reader: Redis | None = None
         self._take: Any = None
+        self._take_jobs: Any = None
         self._release: Any = None
         self._group_ready = False
         self._next_reclaim = 0.0  # when ``read`` next looks for jobs a dead consumer left
@@ -182,6 +204,11 @@ class RedisWorkQueue:
         """Whether Redis answered the queue's last command (False during an outage)."""
         return self.health.healthy
 
+    async def check_health(self) -> None:
+        """PING Redis (readiness, ``/readyz``): raises while it does not answer. The outcome
+        is recorded in ``health`` as every other command's is."""
+        await self.health.ping(self._client)
+
     # -- lifetime -------------------------------------------------------------------------
 
     async def open(self) -> None:
@@ -204,6 +231,7 @@ class RedisWorkQueue:
             raise OSError(f"cannot reach the Redis work queue at {self.url}: {exc}") from exc
         self._client, self._reader = client, reader
         self._take = client.register_script(_TAKE)
+        self._take_jobs = client.register_script(_TAKE_JOBS)
         self._release = client.register_script(_RELEASE)
 
     async def close(self) -> None:
@@ -297,25 +325,79 @@ class RedisWorkQueue:
                 jobs.append(job)
         return jobs
 
+    async def backlog(self) -> int:
+        """Jobs not run yet: those no consumer has read (the group's lag) and those read but
+        not acknowledged. One ``XINFO GROUPS``; the sweeper samples it for the metrics."""
+        client = self._redis()
+        try:
+            groups = await self._call(lambda: client.xinfo_groups(self.jobs_key))
+        except ResponseError:  # no stream yet (nothing was ever queued, or Redis restarted)
+            return 0
+        for group in groups or ():
+            name = group.get("name")
+            if name in (self.group, self.group.encode()):
+                return int(group.get("lag") or 0) + int(group.get("pending") or 0)
+        return 0
+
     async def ack(self, job: Job) -> None:
         if job.entry_id:
             client = self._redis()
             await self._call(lambda: client.xack(self.jobs_key, self.group, job.entry_id))
 
-    async def ack_and_check_cancel(self, job: Job) -> bool:
-        """``ack(job)`` and whether its task is marked to be canceled, in one round trip
-        (a worker taking a job does both right after reading the task)."""
-        client, key = self._redis(), self.cancel_key(job.task_id)
+    async def take_jobs(self, jobs: list[Job], take: list[str]) -> dict[str, bool]:
+        """Acknowledge every one of ``jobs`` (one read's) and take the lease of each task in
+        ``take``, in one round trip: for each task whose lease is ours now, whether it is
+        marked to be canceled (tasks another worker holds are left out).
+
+        A job is acknowledged as its task's lease is taken (or the job dropped): one left
+        pending means its reader died before that, and another worker claims it."""
+        if not jobs and not take:
+            return {}
+        keys = [self.jobs_key]
+        for task_id in take:
+            keys += (self.lease_key(task_id), self.cancel_key(task_id))
+        args: list[str | int] = [self.consumer, round(self.lease_ttl * 1000), self.group]
+        args += [job.entry_id for job in jobs if job.entry_id]
+        script = self._take_jobs
+        taken = await self._call(lambda: script(keys=keys, args=args))
+        return {
+            task_id: status == 2
+            for task_id, status in zip(take, cast(list[int], taken), strict=True)
+            if status
+        }
+
+    async def release_leases(self, task_ids: list[str]) -> None:
+        """``release_lease`` for each of ``task_ids``, in one round trip."""
+        if not task_ids:
+            return
+        release = self._release
 
         async def run() -> list[Any]:
-            async with client.pipeline(transaction=False) as pipe:
-                if job.entry_id:
-                    pipe.xack(self.jobs_key, self.group, job.entry_id)
-                pipe.exists(key)
+            async with self._redis().pipeline(transaction=False) as pipe:
+                for task_id in task_ids:
+                    await release(keys=[self.lease_key(task_id)], args=[self.consumer], client=pipe)
                 return await pipe.execute()
 
-        replies = await self._call(run)
-        return bool(replies[-1])
+        await self._call(run)
+
+    async def requeue(self, jobs: list[Job]) -> None:
+        """Queue ``jobs`` again (their tasks were not taken after all), in one round trip."""
+        if not jobs:
+            return
+
+        async def run() -> list[Any]:
+            async with self._redis().pipeline(transaction=False) as pipe:
+                for job in jobs:
+                    fields = {
+                        "task": job.task_id,
+                        "tenant": job.tenant,
+                        "owner": job.owner,
+                        "kind": job.kind,
+                    }
+                    pipe.xadd(self.jobs_key, fields)  # type: ignore[arg-type]
+                return await pipe.execute()
+
+        await self._call(run)
 
     async def _ensure_group(self, client: Redis) -> None:
         if self._group_ready:

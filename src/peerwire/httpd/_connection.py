@@ -269,7 +269,8 @@ class _Request:
                 self.body.clear()
                 self.buffered = 0
                 self.body_done = self.complete
-                self.connection.body_consumed(self)
+                if self.connection._read_paused:  # the usual body never paused reading
+                    self.connection.body_consumed(self)
                 return {"type": "http.request", "body": body, "more_body": not self.complete}
             if not self.complete and self.continue_wanted:
                 self.continue_wanted = False
@@ -313,7 +314,7 @@ class _Request:
                 payload += _CHUNK_END
         if payload:
             connection.write(payload)
-        if not more:
+        if not more and self.waiter is not None:
             self.wake()  # a receive() waiting for more now learns the exchange is over
         if connection.write_paused:
             await connection.drained()
@@ -543,7 +544,16 @@ class H1Connection(asyncio.Protocol):
             raise self._refuse(431, "Request Header Fields Too Large")
         name = name.lower()
         if name in _FRAMING_NAMES:
-            if name == b"host":
+            if name == b"content-length" and self._parsing is None:
+                # Every POST has one: checked here, without a call. httptools has checked
+                # the digits and refused a second Content-Length.
+                try:
+                    length = int(value)
+                except ValueError:
+                    raise self._refuse(400, "Bad Request: invalid Content-Length") from None
+                if length > self._max_body_bytes:
+                    raise self._too_large()
+            elif name == b"host":
                 # A list ("a, b") names two hosts, as two fields do (RFC 9112 §3.2: 400 both).
                 self._hosts += 1 if b"," not in value else 2
             else:
@@ -595,7 +605,8 @@ class H1Connection(asyncio.Protocol):
             raise self._too_large()
         if request.buffered > HIGH_WATER:
             self._pause_reading()  # the app reads it first (body_consumed resumes)
-        request.wake()
+        if request.waiter is not None:  # a body in one read arrives before anyone waits
+            request.wake()
 
     def on_message_complete(self) -> None:
         if self._reframe_head is not None:
@@ -616,17 +627,8 @@ class H1Connection(asyncio.Protocol):
     # -- the framing rules httptools leaves to us ---------------------------------------------
 
     def _framing_header(self, name: bytes, value: bytes) -> None:
-        if self._parsing is not None:
-            return  # a trailer: it frames nothing
-        if name == b"content-length":
-            # httptools has checked the digits and refused a second Content-Length.
-            try:
-                length = int(value)
-            except ValueError:
-                raise self._refuse(400, "Bad Request: invalid Content-Length") from None
-            if length > self._max_body_bytes:
-                raise self._too_large()
-            return
+        if self._parsing is not None or name == b"content-length":
+            return  # a trailer frames nothing; a Content-Length is on_header's
         self._special = True
         if name == b"transfer-encoding":
             if self._transfer_codings is None:
@@ -790,7 +792,8 @@ class H1Connection(asyncio.Protocol):
     def _finished(self, request: _Request) -> None:
         self._active = None
         request.response_done = True
-        request.wake()
+        if request.waiter is not None:
+            request.wake()
         if self._lost:
             return
         if not request.keep_alive or not request.complete or self.closing:
@@ -1019,6 +1022,24 @@ def _split_target(target: bytes) -> tuple[str, bytes, bytes]:
     """``(path, raw_path, query_string)`` of a request target; the path percent-decoded.
     ValueError: a target of no form RFC 9112 §3.2 allows here (the authority form is
     CONNECT's)."""
+    known = _TARGETS.get(target)
+    if known is not None:
+        return known  # an agent's clients send a handful of targets, again and again
+    split = _split_new_target(target)
+    if len(target) <= _MAX_CACHED_TARGET:
+        if len(_TARGETS) >= _MAX_CACHED_TARGETS:
+            _TARGETS.clear()
+        _TARGETS[target] = split
+    return split
+
+
+# The targets seen lately and what they split into (immutable values: shared safely).
+_TARGETS: dict[bytes, tuple[str, bytes, bytes]] = {}
+_MAX_CACHED_TARGETS = 256
+_MAX_CACHED_TARGET = 256
+
+
+def _split_new_target(target: bytes) -> tuple[str, bytes, bytes]:
     if not target.startswith(b"/"):
         if target == b"*":
             return "*", b"*", b""

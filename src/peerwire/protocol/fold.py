@@ -7,6 +7,7 @@ frozen ``Task`` the API hands out. Every event passes the state machine first.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -122,6 +123,23 @@ class TaskRecord:
             self._check_message()
             self.history.append(event)
         self.version += 1
+
+    def check_batch(self, events: Sequence[Event]) -> None:
+        """Raise what ``apply`` would raise for the first bad event of ``events`` applied in
+        order, changing nothing: a store appending a batch checks it first, so a bad event
+        leaves the record untouched. Validity depends only on the ids and the state each
+        event leaves, so a probe holding just those stands in for a copy of the record."""
+        probe = TaskRecord.__new__(TaskRecord)
+        probe.id = self.id
+        probe.status = self.status
+        for event in events:
+            if isinstance(event, TaskArtifactUpdateEvent):
+                probe._check_artifact(event)
+            elif isinstance(event, TaskStatusUpdateEvent):
+                probe._check_status(event)
+                probe.status = event.status
+            else:
+                probe._check_message()
 
     def _check_status(self, event: TaskStatusUpdateEvent) -> None:
         self._check_ids(event.task_id)

@@ -69,7 +69,10 @@ def sort_key(timestamp: str | None) -> str:
     """A string that sorts like the instant ``timestamp`` names (UTC, microseconds)."""
     if not timestamp:
         return ""
-    # Fast path for the form this server writes: 2026-01-01T00:00:00.000Z
+    # Fast paths for the forms servers write: this one's 2026-01-01T00:00:00.000000Z (every
+    # event's stamp passes here: parsing it was ~3% of a SendMessage) and milliseconds.
+    if len(timestamp) == 27 and timestamp[19] == "." and timestamp[26] == "Z":
+        return timestamp[:26]
     if len(timestamp) == 24 and timestamp[19] == "." and timestamp[23] == "Z":
         return timestamp[:23] + "000"
     return parse_timestamp(timestamp).strftime("%Y-%m-%dT%H:%M:%S.%f")

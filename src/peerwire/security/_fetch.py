@@ -8,12 +8,13 @@ every failure is a ``FetchError`` that says what was fetched and why it failed.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+
+from .._hosts import is_loopback_host
 
 __all__ = ["MAX_DOCUMENT_BYTES", "FetchError", "check_fetch_url", "fetch_json"]
 
@@ -29,20 +30,11 @@ def check_fetch_url(url: str, what: str) -> str:
     parts = urlsplit(url)
     if parts.scheme == "https" and parts.hostname:
         return url
-    if parts.scheme == "http" and parts.hostname and _is_loopback(parts.hostname):
+    if parts.scheme == "http" and parts.hostname and is_loopback_host(parts.hostname):
         return url
     raise ValueError(
         f"{what} must be an https:// URL (plain http is accepted for loopback hosts only): {url!r}"
     )
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def fetch_json(

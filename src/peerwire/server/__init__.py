@@ -11,10 +11,13 @@ from .app import Listening, create_app, serve
 from .asgi import A2AApp
 from .context import Caller, TaskContext
 from .dispatch import CallContext, Dispatcher, TaskStream
+from .idempotency import DEFAULT_MESSAGE_RETENTION, IDEMPOTENT_SEND_EXTENSION
 from .push import PushSettings
 from .ssrf import Resolver, UnresolvableHost, WebhookGuard, WebhookRefused, system_resolver
 
 __all__ = [
+    "DEFAULT_MESSAGE_RETENTION",
+    "IDEMPOTENT_SEND_EXTENSION",
     "A2AApp",
     "Agent",
     "AgentExecutor",

@@ -15,6 +15,8 @@ from urllib.parse import parse_qsl
 from ..bindings.sse import KEEPALIVE
 from ..errors import A2AError, InternalError
 from ..httpd import DISCONNECT_EXTENSION
+from ..ops.metrics import Level
+from ..ops.tracing import ServerCall
 from ..types import StreamResponse
 from .dispatch import TaskStream
 
@@ -167,13 +169,50 @@ async def send_event_stream(
     error_frame: Callable[[A2AError], bytes],
     keepalive_seconds: float,
     extra: list[tuple[bytes, bytes]],
+    open_streams: Level | None = None,
+    traced: ServerCall | None = None,
 ) -> None:
     """Answer 200 ``text/event-stream`` and send ``stream`` until it ends or the client leaves.
+
+    ``open_streams`` (the binding's ``peerwire_active_streams``) counts the stream from its
+    response's start until this call returns, however it ends. ``traced``, the request's span
+    when it has one, counts the events and notes the error the stream ends with, and ends
+    with the stream.
 
     ``event_frame`` and ``error_frame`` turn an event, or an error that ends the stream after
     it started, into a complete SSE frame: the bindings differ only there. A stream the server
     ends early (``StreamEndedError``: shutdown, outage) ends with that error's frame too.
     """
+    if traced is not None:
+        event_frame, error_frame = traced.framing(event_frame, error_frame)
+    try:
+        await _send_events(
+            scope,
+            receive,
+            send,
+            stream,
+            event_frame,
+            error_frame,
+            keepalive_seconds,
+            extra,
+            open_streams,
+        )
+    finally:
+        if traced is not None:
+            traced.end()
+
+
+async def _send_events(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    stream: TaskStream,
+    event_frame: Callable[[StreamResponse], bytes],
+    error_frame: Callable[[A2AError], bytes],
+    keepalive_seconds: float,
+    extra: list[tuple[bytes, bytes]],
+    open_streams: Level | None,
+) -> None:
     try:
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + extra})
     except BaseException:
@@ -183,6 +222,8 @@ async def send_event_stream(
     # task. The watch lives exactly as long as this call.
     stop_watching = _watch_disconnect(scope, receive, stream.close)
     try:
+        if open_streams is not None:
+            open_streams.inc()
         while True:
             try:
                 batch = await stream.next_batch(keepalive_seconds)
@@ -211,6 +252,8 @@ async def send_event_stream(
     finally:
         stop_watching()
         stream.close()
+        if open_streams is not None:
+            open_streams.dec()
 
 
 def _watch_disconnect(

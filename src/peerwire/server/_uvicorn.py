@@ -99,6 +99,9 @@ def uvicorn_config(
         port=port,
         lifespan="on",
         ws="none",
+        # peerwire's own access log (``create_app(access_log=True)``) reads the same on
+        # either server; uvicorn's would say each request a second time.
+        access_log=False,
         log_level=log_level,
         log_config=log_config,
         timeout_graceful_shutdown=math.ceil(connection_grace),
@@ -188,6 +191,22 @@ class UvicornServer(uvicorn.Server):
                 loop.remove_signal_handler(number)
 
 
+# uvicorn's loggers, one JSON object a line on stderr (its level is set from ``log_level``).
+_JSON_LOG_CONFIG: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "peerwire.ops.JSONFormatter"}},
+    "handlers": {
+        "json": {
+            "class": "logging.StreamHandler",
+            "formatter": "json",
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "loggers": {"uvicorn": {"handlers": ["json"], "level": "INFO", "propagate": False}},
+}
+
+
 def run_uvicorn(
     app: A2AApp,
     *,
@@ -195,10 +214,12 @@ def run_uvicorn(
     port: int,
     tls: ServerTLS | None,
     log_level: str,
+    log_format: str = "text",
     sock: socket.socket | None = None,
 ) -> None:
     """Serve ``app`` on uvicorn in this process until SIGINT or SIGTERM (``serve``'s
-    ``http="uvicorn"``); uvloop when installed, as uvicorn chooses."""
+    ``http="uvicorn"``); uvloop when installed, as uvicorn chooses. ``log_format="json"``
+    writes uvicorn's own records as peerwire's (``ops.JSONFormatter``)."""
     refuse_unservable(app)
     config = uvicorn_config(
         app,
@@ -207,6 +228,7 @@ def run_uvicorn(
         tls=tls,
         # As a number: uvicorn knows fewer level names than logging ("warn", "notset").
         log_level=logging.getLevelNamesMapping()[log_level.upper()],
+        log_config=_JSON_LOG_CONFIG if log_format == "json" else uvicorn.config.LOGGING_CONFIG,
         # Answers still being written when the runner has drained get this long, as under
         # peerwire's server.
         connection_grace=app.dispatcher.runner.shutdown_grace + 5.0,

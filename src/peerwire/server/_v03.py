@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterable
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from ..bindings.jsonrpc import error_id, response_status, result_envelope
+from ..bindings.jsonrpc import METHODS, error_id, response_status, result_envelope
 from ..bindings.sse import event_framer, frame
 from ..compat.v03 import errors as v03_errors
 from ..compat.v03 import jsonrpc as v03_jsonrpc
 from ..compat.v03 import rest as v03_rest
 from ..compat.v03.translate import event_to_v03
 from ..errors import A2AError, ContentTypeNotSupportedError, InternalError
+from ..ops import tracing
 from ..protocol import active_extensions, format_extensions, parse_extensions
 from ..security.principal import Principal
 from ..types import encode
@@ -51,6 +53,8 @@ log = logging.getLogger("peerwire.server")
 _LEGACY_EXTENSIONS = b"x-a2a-extensions"
 _JSON = b"application/json"
 _ERROR_EVENT = b"error"
+# The A2A operation of each dispatcher method: a 0.3 request is metered under its 1.0 name.
+_OPERATION_OF = {method.operation: method.name for method in METHODS.values()}
 
 
 class V03Server:
@@ -72,6 +76,13 @@ class V03Server:
         self._supported_extensions = tuple(supported_extensions)
         self._required_extensions = tuple(required_extensions)
         self.authenticator = authenticator
+        # The SERVER spans of 0.3 requests (made only while ``tracing.STATE.tracer`` is set).
+        self._jsonrpc_spans = tracing.ServerSpans("JSONRPC", "0.3", dispatcher.card)
+        self._rest_spans = tracing.ServerSpans("HTTP+JSON", "0.3", dispatcher.card)
+        # None: metrics are off, and 0.3 requests do no metrics work at all.
+        metrics = dispatcher.metrics
+        self._jsonrpc_meter = None if metrics is None else metrics.requests("jsonrpc")
+        self._rest_meter = None if metrics is None else metrics.requests("rest")
 
     def _extensions(self, scope: Scope, headers: Headers) -> tuple[str, ...]:
         requested = list(headers.extensions)
@@ -89,9 +100,19 @@ class V03Server:
         value = format_extensions(extensions).encode()
         return [(b"a2a-extensions", value), (_LEGACY_EXTENSIONS, value)]
 
-    async def _run(self, dispatch: str, request: Any, call: CallContext, what: str) -> Any:
+    async def _run(
+        self,
+        dispatch: str,
+        request: Any,
+        call: CallContext,
+        what: str,
+        traced: tracing.ServerCall | None = None,
+        streaming: bool = False,
+    ) -> Any:
         operation = getattr(self.dispatcher, dispatch)
         try:
+            if traced is not None:
+                return await traced.run(operation, request, call, streaming=streaming)
             return await operation(request, call)
         except A2AError:
             raise
@@ -113,6 +134,8 @@ class V03Server:
         principal: Principal | None,
     ) -> None:
         """Answer a 0.3 JSON-RPC request whose body has been read and whose caller is known."""
+        meter = self._jsonrpc_meter
+        started = perf_counter() if meter is not None else 0.0
         try:
             if not is_json(headers.content_type):
                 raise ContentTypeNotSupportedError(
@@ -123,18 +146,34 @@ class V03Server:
             extensions = self._extensions(scope, headers)
         except A2AError as error:
             await self.jsonrpc_error(send, error_id(body, error), error)
+            if meter is not None:
+                meter.failed("", error, started)
             return
         context = CallContext.of(principal, extensions)
         extra = self._echo(extensions)
+        traced = None
+        if tracing.STATE.tracer is not None:
+            traced = self._jsonrpc_spans.start(call.dispatch, scope["headers"], call.request)
         try:
-            result = await self._run(call.dispatch, call.request, context, call.method.name)
+            result = await self._run(
+                call.dispatch,
+                call.request,
+                context,
+                call.method.name,
+                traced,
+                call.method.streaming,
+            )
             if call.method.streaming:
                 stream: TaskStream = result
             else:
                 value = call.result(result)
         except A2AError as error:
             await self.jsonrpc_error(send, request_id, error, extra)
+            if meter is not None:
+                meter.failed(_OPERATION_OF.get(call.dispatch, ""), error, started)
             return
+        if meter is not None:
+            meter.ok(_OPERATION_OF[call.dispatch], started)  # a stream: its gauge follows
         if not call.method.streaming:
             head, tail = result_envelope(request_id)
             await respond(send, 200, b"".join((head, encode(value), tail)), extra)
@@ -149,6 +188,8 @@ class V03Server:
             error_frame=lambda error: frame(v03_errors.encode_jsonrpc_error(request_id, error)),
             keepalive_seconds=self.keepalive_seconds,
             extra=extra,
+            open_streams=None if meter is None else meter.streams,
+            traced=traced,
         )
 
     async def jsonrpc_error(
@@ -177,6 +218,8 @@ class V03Server:
     ) -> None:
         """Answer a request on a 0.3 REST route whose body has been read."""
         route = match.route
+        meter = self._rest_meter
+        started = perf_counter() if meter is not None else 0.0
         try:
             if body.strip() and not is_json(headers.content_type):
                 raise ContentTypeNotSupportedError(
@@ -187,16 +230,27 @@ class V03Server:
             extensions = self._extensions(scope, headers)
         except A2AError as error:
             await self.rest_error(send, error)
+            if meter is not None:
+                meter.failed(_OPERATION_OF.get(route.dispatch, ""), error, started)
             return
         context = CallContext.of(principal, extensions)
         extra = self._echo(extensions)
+        traced = None
+        if tracing.STATE.tracer is not None:
+            traced = self._rest_spans.start(route.dispatch, scope["headers"], request)
         try:
-            result = await self._run(route.dispatch, request, context, route.operation)
+            result = await self._run(
+                route.dispatch, request, context, route.operation, traced, route.streaming
+            )
             if not route.streaming:
                 payload = v03_rest.encode_result(route, result, card_bindings=self.bindings)
         except A2AError as error:
             await self.rest_error(send, error, extra=extra)
+            if meter is not None:
+                meter.failed(_OPERATION_OF.get(route.dispatch, ""), error, started)
             return
+        if meter is not None:
+            meter.ok(_OPERATION_OF[route.dispatch], started)  # a stream: its gauge follows
         if not route.streaming:
             await respond(send, 200, payload, extra, content_type=_JSON)
             return
@@ -209,6 +263,8 @@ class V03Server:
             error_frame=lambda error: frame(v03_errors.rest_error(error)[1], _ERROR_EVENT),
             keepalive_seconds=self.keepalive_seconds,
             extra=extra,
+            open_streams=None if meter is None else meter.streams,
+            traced=traced,
         )
 
     async def rest_error(

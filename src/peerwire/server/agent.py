@@ -320,8 +320,11 @@ class Agent:
         *,
         push_notifications: bool = False,
         extended_agent_card: bool = False,
+        server_extensions: Sequence[AgentExtension] = (),
     ) -> AgentCard:
-        """The agent card advertising ``interfaces`` (in preference order)."""
+        """The agent card advertising ``interfaces`` (in preference order); the
+        ``server_extensions`` (behaviours of the server, such as idempotent sends) follow the
+        agent's own extensions, unless it declares the same URI itself."""
         return AgentCard(
             name=self.name,
             description=self.description,
@@ -332,7 +335,7 @@ class Agent:
             capabilities=AgentCapabilities(
                 streaming=self.streaming,
                 push_notifications=push_notifications,
-                extensions=list(self.extensions),
+                extensions=[*self.extensions, *_not_declared(server_extensions, self.extensions)],
                 extended_agent_card=extended_agent_card,
             ),
             security_schemes=self.security_schemes,
@@ -425,3 +428,11 @@ def _signature(function: Callable[..., Any]) -> tuple[tuple[str, ...], bool]:
             )
         arguments.append(kind)
     return tuple(arguments), hints.get("return") is Message
+
+
+def _not_declared(
+    extensions: Sequence[AgentExtension], declared: Sequence[AgentExtension]
+) -> list[AgentExtension]:
+    """``extensions`` whose URI the agent does not declare itself (its own entry wins)."""
+    uris = {e.uri for e in declared}
+    return [e for e in extensions if e.uri not in uris]

@@ -9,22 +9,29 @@ import json
 import logging
 import os
 import socket
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 import msgspec
 
+from ..delegation import DelegationHub
 from ..httpd import HTTPLimits, ServerTLS
+from ..ops import Readiness, configure_logging
+from ..ops.logs import ACCESS_LOGGER, LogFormat, describe_backend
+from ..ops.metrics import Metrics, metrics_available
+from ..ops.metrics_http import METRICS_PATH, MetricsEndpoint, MetricsPort
 from ..types import AgentCard, AgentInterface, Binding
 from ._mount import under_prefix
 from .agent import Agent
 from .asgi import A2AApp
 from .bus import EventBus, MemoryBus
-from .card import served_document, v03_bindings_of
+from .card import CARD_PATH, served_document, v03_bindings_of
+from .delegating import delegation_hub_beside
 from .dispatch import CallContext, Dispatcher
+from .idempotency import DEFAULT_MESSAGE_RETENTION, MessageLedger, idempotent_send_extension
 from .push import PushDeliverer, PushSettings
 from .push_configs import PushConfigPolicy
 from .runner import Runner
@@ -36,6 +43,8 @@ if TYPE_CHECKING:
     from ..security import Authenticator, CardSigner, Principal, Verifier
 
 __all__ = ["INTERFACE_NAMES", "ExtendedCard", "Listening", "create_app", "open_bus", "serve"]
+
+log = logging.getLogger("peerwire.server")
 
 ExtendedCard = (
     AgentCard
@@ -92,6 +101,13 @@ def create_app(
     queue: RedisWorkQueue | None = None,
     local_workers: bool = True,
     on_started: Callable[[AgentCard], None] | None = None,
+    message_retention: timedelta | None = DEFAULT_MESSAGE_RETENTION,
+    access_log: bool = False,
+    metrics: bool | Metrics = True,
+    metrics_token: str | None = None,
+    metrics_port: int | None = None,
+    metrics_host: str = "127.0.0.1",
+    delegations: DelegationHub | None = None,
 ) -> A2AApp:
     """An ASGI application serving ``agent`` over JSON-RPC and HTTP+JSON, with its card.
 
@@ -139,6 +155,30 @@ def create_app(
 
     ``on_started(card)`` is called once the app's lifespan has started (store open, restart
     recovery done, gRPC bound), with the card as served: its interfaces carry the bound ports.
+
+    ``delegations`` (a ``peerwire.delegation.DelegationHub``) is the ledger of what handlers
+    delegate (``ctx.delegate``; docs/DELEGATION.md): by default beside the tasks, in the
+    SQLite file or PostgreSQL schema of ``store`` (in memory for the memory store); give one
+    to choose its store or how it connects to agents (``connect=``: credentials, headers).
+
+    ``message_retention`` (default 24 hours) is how long a caller's first message is
+    remembered: a SendMessage or SendStreamingMessage repeating its ``messageId`` gets the
+    task it created instead of a second one, and the card advertises that
+    (``peerwire.server.idempotency``, docs/DELEGATION.md). ``None`` turns it off.
+
+    ``/healthz`` and ``/readyz`` are served beside the bindings, without authentication
+    (docs/OPERATIONS.md): readiness checks the store (``TaskStore.check_health``) and, when
+    the bus or ``queue`` is Redis, PINGs it. ``access_log`` writes one INFO record per HTTP
+    request on the ``peerwire.access`` logger (method, path, binding, operation, status,
+    duration, task id).
+
+    ``metrics`` (on by default when prometheus-client is installed: the ``metrics`` extra)
+    serves Prometheus metrics at ``/metrics`` (under the mount prefix when mounted), without
+    A2A authentication (docs/OPERATIONS.md); ``False`` turns them off (no route, no work),
+    a ``peerwire.ops.Metrics`` of your own brings its registry. ``metrics_token`` makes
+    the page require ``Authorization: Bearer TOKEN``; ``metrics_port`` serves it on that
+    port of ``metrics_host`` instead (``0``: a free one), from a thread of its own, while
+    the app runs.
     """
     order = _interface_order(interface_order)
     task_store = open_store(store) if isinstance(store, str) else store
@@ -153,6 +193,7 @@ def create_app(
         from ..cluster.placement import Placement  # the "redis" extra, as the queue is
 
         placement = Placement(queue, consume=local_workers)
+    meters = _metrics(metrics, metrics_token, metrics_port)
     runner = Runner(
         agent,
         task_store,
@@ -160,6 +201,8 @@ def create_app(
         max_working=max_working,
         shutdown_grace=shutdown_grace,
         placement=placement,
+        metrics=meters,
+        delegations=delegations or delegation_hub_beside(task_store),
     )
     interfaces = [
         AgentInterface(
@@ -178,8 +221,10 @@ def create_app(
         )
     http_interfaces = tuple(interfaces)
     signer = _signer(signing_key)
+    messages = None if message_retention is None else MessageLedger(task_store, message_retention)
+    behaviours = () if messages is None else (idempotent_send_extension(messages.retention),)
     push_settings = PushSettings() if push is True else (push or None)
-    push_policy, deliverer, documents = _push(push_settings, task_store, public_url)
+    push_policy, deliverer, documents = _push(push_settings, task_store, public_url, meters)
 
     # The bindings the card offers A2A 0.3 on (its 0.3 members; see publish's signatures).
     v03_bindings = v03_bindings_of(
@@ -191,6 +236,7 @@ def create_app(
             interfaces,
             push_notifications=push_settings is not None,
             extended_agent_card=extended_card is not None,
+            server_extensions=behaviours,
         )
         if signer is None:
             return published
@@ -228,6 +274,8 @@ def create_app(
         lambda: card[0],
         extended_card=_extended(extended_card, signer, lambda: card[0]),
         push_configs=push_policy,
+        messages=messages,
+        metrics=meters,
     )
 
     @contextlib.asynccontextmanager
@@ -280,23 +328,87 @@ def create_app(
 
     return A2AApp(
         dispatcher,
+        readiness=_readiness(task_store, event_bus, queue, runner),
+        access_log=access_log,
         rpc_path=rpc_path,
         rest_path=rest_path,
         max_body_bytes=max_body_bytes,
         lenient_version=lenient_version,
         card_max_age=card_max_age,
         keepalive_seconds=keepalive_seconds,
-        lifespan=lifespan,
+        lifespan=_with_metrics_port(lifespan, meters, metrics_host, metrics_port, metrics_token),
         authenticator=authenticator,
         documents=documents,
+        routes=_metrics_route(meters, metrics_port, metrics_token),
         card_at=card_at,
         serve_v03=serve_v03,
         v03_bindings=v03_bindings,
     )
 
 
+def _metrics(metrics: bool | Metrics, token: str | None, port: int | None) -> Metrics | None:
+    """The agent's instruments: on when prometheus-client is installed, unless turned off."""
+    if isinstance(metrics, Metrics):
+        return metrics
+    if metrics and metrics_available():
+        return Metrics()
+    if token is not None or port is not None:
+        raise ValueError(
+            "metrics_token= and metrics_port= need metrics on"
+            + ("" if metrics else " (metrics=False)")
+            + ("" if metrics_available() else ": pip install 'peerwire[metrics]'")
+        )
+    return None
+
+
+def _metrics_route(
+    metrics: Metrics | None, port: int | None, token: str | None
+) -> dict[str, MetricsEndpoint]:
+    """``/metrics`` on the agent's own port, unless metrics are off or have a port of their own."""
+    if metrics is None or port is not None:
+        return {}
+    return {METRICS_PATH: MetricsEndpoint(metrics, token=token)}
+
+
+def _with_metrics_port(
+    lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]],
+    metrics: Metrics | None,
+    host: str,
+    port: int | None,
+    token: str | None,
+) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
+    """``lifespan``, with the metrics page served on a port of its own while it runs."""
+    if metrics is None or port is None:
+        return lifespan
+
+    @contextlib.asynccontextmanager
+    async def serving_metrics() -> AsyncIterator[None]:
+        exporter = MetricsPort(metrics, host=host, port=port, token=token)
+        exporter.start()  # first: a port that is taken stops the start-up at once
+        try:
+            async with lifespan():
+                yield
+        finally:
+            exporter.stop()
+
+    return serving_metrics
+
+
+def _readiness(
+    store: TaskStore, bus: EventBus, queue: RedisWorkQueue | None, runner: Runner
+) -> Readiness:
+    """What ``/readyz`` checks: the store, and Redis where the bus or the queue uses it
+    (they have ``check_health``: a PING)."""
+    checks = {"store": store.check_health}
+    for name, part in (("bus", bus), ("queue", queue)):
+        check = getattr(part, "check_health", None)
+        if check is not None:
+            checks[name] = check
+    return Readiness(checks, accepting=lambda: runner.accepting)
+
+
 def _push(
-    settings: PushSettings | None, store: TaskStore, public_url: str
+    settings: PushSettings | None, store: TaskStore, public_url: str, metrics: Metrics | None
 ) -> tuple[PushConfigPolicy | None, PushDeliverer | None, dict[str, bytes]]:
     """What offering push takes: the config policy, the deliverer and the JWKS document."""
     if settings is None:
@@ -316,7 +428,8 @@ def _push(
         )
         documents[JWKS_PATH] = json.dumps(signer.public_jwks()).encode()
     policy = PushConfigPolicy(guard, max_per_task=settings.max_configs_per_task)
-    return policy, PushDeliverer(store, settings, guard=guard, signer=signer), documents
+    deliverer = PushDeliverer(store, settings, guard=guard, signer=signer, metrics=metrics)
+    return policy, deliverer, documents
 
 
 def _grpc_url(address: str, tls: ServerTLS | None) -> str:
@@ -436,7 +549,8 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     public_url: str | None = None,
-    log_level: str = "warning",
+    log_level: str = "info",
+    log_format: LogFormat = "text",
     grpc: bool = True,
     grpc_port: int = 0,
     tls: ServerTLS | None = None,
@@ -449,14 +563,18 @@ def serve(
 
     ``port=0`` picks a free port: the socket is bound first (one socket, on the first address
     ``host`` resolves to), so the card's URLs carry the real port. Once the app has started
-    and the socket listens, one line on stderr says where (``peerwire: serving 'Name' on
-    http://127.0.0.1:PORT``), and ``on_ready`` (called on the server's event loop) gets a
-    ``Listening`` with the bound address and the served card.
+    and the socket listens, one INFO record of ``peerwire.server`` says where (``peerwire:
+    serving 'Name' on http://127.0.0.1:PORT (JSON-RPC ..., HTTP+JSON ..., gRPC ..., card
+    ...); store ...; bus ...``, credentials redacted), and ``on_ready`` (called on the
+    server's event loop) gets a ``Listening`` with the bound address and the served card.
     gRPC is served beside HTTP on ``host`` and ``grpc_port`` (``0``: a free port, as the card
     shows) when ``grpc`` is set and grpcio is installed; ``options`` go to ``create_app``.
     ``tls`` serves both over TLS (HTTPS; mutual TLS when it names client CAs), and requests
     carry the client certificate in the ASGI TLS extension for ``MTLSVerifier``.
-    ``log_level`` is the level of the ``peerwire`` loggers.
+    ``log_level`` is the level of the ``peerwire`` loggers, ``log_format`` how they are
+    written to stderr: ``"text"`` or ``"json"`` (one object a line; ``ops.JSONFormatter``),
+    unless logging is configured already (then only the level is set). The access log
+    (``access_log=True``, a ``create_app`` option) is written at any ``log_level``.
     ``http="uvicorn"`` serves on uvicorn instead (the ``uvicorn`` extra; docs/DEPLOYMENT.md,
     "Choosing the HTTP server"): the same app, lifespan, gRPC and shutdown order, uvicorn's
     logs at ``log_level``; an mTLS security scheme is refused (uvicorn does not provide the
@@ -483,6 +601,7 @@ def serve(
     with sock:
         bound = int(sock.getsockname()[1])
         url = f"{'http' if tls is None else 'https'}://{_url_host(host)}:{bound}"
+        options = {"metrics_host": host, **options}  # a metrics port listens where HTTP does
         if grpc and _grpc_installed():
             options = {"grpc_host": host, "grpc_tls": tls, **options, "grpc_port": grpc_port}
             if grpc_port:
@@ -495,23 +614,28 @@ def serve(
 
         def started(card: AgentCard) -> None:
             listening = Listening(url=url, host=host, port=bound, card=card)
-            grpc_url = listening.grpc_url
-            also = f", gRPC on {grpc_url}" if grpc_url else ""
-            print(f"peerwire: serving {agent.name!r} on {url}{also}", file=sys.stderr, flush=True)
+            _log_start(agent.name, url, (public_url or url).rstrip("/") + CARD_PATH, card, options)
             if on_ready is not None:
                 on_ready(listening)
 
+        # Before the app is built: what building it logs is written as configured too.
+        _configure_logging(log_level, log_format, access_log=bool(options.get("access_log")))
         app = create_app(
             agent,
             public_url=public_url or url,
             on_started=started,
             **options,  # type: ignore[arg-type]
         )
-        _configure_logging(log_level)
         _tune_gc()
         if http == "uvicorn":
             _uvicorn.run_uvicorn(
-                app, host=host, port=bound, tls=tls, log_level=log_level, sock=sock
+                app,
+                host=host,
+                port=bound,
+                tls=tls,
+                log_level=log_level,
+                log_format=log_format,
+                sock=sock,
             )
             return
         server = HTTPServer(
@@ -560,14 +684,59 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _configure_logging(level: str) -> None:
-    """Show peerwire's log records at ``level`` on stderr, unless logging is configured."""
+def _configure_logging(level: str, fmt: LogFormat, *, access_log: bool) -> None:
+    """Show peerwire's log records at ``level`` on stderr in ``fmt``, unless logging is
+    configured (then only the level is set: the application's handlers write them)."""
     logger = logging.getLogger("peerwire")
-    logger.setLevel(level.upper())
     if not logging.getLogger().handlers and not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
+        configure_logging(level, fmt)
+    else:
+        logger.setLevel(level.upper())
+    if access_log:  # asked for: shown whatever the level of the rest
+        access = logging.getLogger(ACCESS_LOGGER)
+        if not access.isEnabledFor(logging.INFO):
+            access.setLevel(logging.INFO)
+
+
+def _log_start(
+    name: str, url: str, card_url: str, card: AgentCard, options: Mapping[str, object]
+) -> None:
+    """The start-up line: every URL served (the card's interfaces and the card itself) and
+    the store, bus and work queue, credentials redacted; each also as an ``extra`` field."""
+    interfaces = {
+        _BINDING_LABELS.get(i.protocol_binding, i.protocol_binding): i.url
+        for i in card.supported_interfaces
+    }
+    served = ", ".join(f"{label} {where}" for label, where in interfaces.items())
+    store = describe_backend(options.get("store", "memory"))
+    bus = describe_backend(options.get("bus", "memory"))
+    queue = options.get("queue")
+    backends = f"store {store}; bus {bus}" + (
+        f"; work queue {describe_backend(queue)}" if queue is not None else ""
+    )
+    log.info(
+        "peerwire: serving %r on %s (%s, card %s); %s",
+        name,
+        url,
+        served,
+        card_url,
+        backends,
+        extra={
+            "url": url,
+            "interfaces": interfaces,
+            "card_url": card_url,
+            "store": store,
+            "bus": bus,
+            "queue": None if queue is None else describe_backend(queue),
+        },
+    )
+
+
+_BINDING_LABELS = {
+    Binding.JSONRPC: "JSON-RPC",
+    Binding.HTTP_JSON: "HTTP+JSON",
+    Binding.GRPC: "gRPC",
+}
 
 
 def _tune_gc() -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from time import perf_counter
 from typing import TYPE_CHECKING
 
 from ..bindings import jsonrpc
@@ -34,6 +35,8 @@ from ..errors import (
     ServerBusyError,
     VersionNotSupportedError,
 )
+from ..ops import health, tracing
+from ..ops.logs import ACCESS_SCOPE_KEY, AccessLog
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
 from ._authn import authenticate_http, challenge_headers
 from ._first_use import FirstUse
@@ -56,7 +59,7 @@ from .rest import RestHandler
 if TYPE_CHECKING:
     from ..security import Authenticator
     from ..security.principal import Principal
-    from ..types import AgentCard
+    from ..types import AgentCard, StreamResponse
 
 __all__ = ["A2AApp", "ASGIApp"]
 
@@ -88,6 +91,9 @@ class A2AApp:
         card_at: Callable[[str], AgentCard] | None = None,
         serve_v03: bool = True,
         v03_bindings: Collection[str] | None = None,
+        routes: Mapping[str, ASGIApp] | None = None,
+        readiness: health.Readiness | None = None,
+        access_log: bool = False,
     ) -> None:
         """``card_at(prefix)`` is the card as served under a mount prefix (``/a2a``,
         percent-encoded): its URLs under it; ``None``: the dispatcher's card under any.
@@ -96,8 +102,33 @@ class A2AApp:
         told apart by their shape (docs/COMPATIBILITY.md); off, their methods get -32601 and
         their routes 404. ``v03_bindings``: the bindings the card offers 0.3 on (its 0.3
         members ``url``, ``preferredTransport``, ...); by default those this app serves 0.3
-        on (``card.v03_bindings_of``)."""
+        on (``card.v03_bindings_of``).
+
+        ``routes``: exact paths served by an ASGI app of their own (``/metrics``), before
+        every A2A route, without A2A authentication (each checks what it needs itself) and
+        without starting the agent on first use.
+
+        ``/healthz`` (liveness) and ``/readyz`` (readiness: ``readiness``, by default the
+        store's ``check_health`` while the runner accepts work) are answered before
+        authentication, under the mount prefix when mounted (docs/OPERATIONS.md).
+        ``access_log``: one ``peerwire.access`` record per request (``ops.logs.AccessLog``)."""
         self.dispatcher = dispatcher
+        # Operations routes (``/metrics``) by exact path; looked up before everything else.
+        self._routes = dict(routes or {})
+        # Liveness needs nothing started; readiness (below) starts the agent on first use,
+        # or a mounted app whose host runs no lifespan would never become ready.
+        self._routes.setdefault(health.HEALTHZ_PATH, self._liveness)
+        self.readiness = readiness or health.Readiness(
+            {"store": dispatcher.store.check_health},
+            accepting=lambda: dispatcher.runner.accepting,
+        )
+        # None: no access log, and requests pay nothing for it.
+        self._access_log = AccessLog(binding_of=self._binding_of) if access_log else None
+        # None: metrics are off, and the JSON-RPC path does no metrics work at all.
+        self._meter = None if dispatcher.metrics is None else dispatcher.metrics.requests("jsonrpc")
+        # The SERVER spans of JSON-RPC requests (made only while ``tracing.STATE.tracer`` is set).
+        self._spans = tracing.ServerSpans("JSONRPC", "1.0", dispatcher.card)
+        tracing.refresh()
         # Public JSON documents by path (the push-signing JWKS), served like the card.
         self._documents = dict(documents or {})
         # Checks every request but the public card; None: the card requires no credentials.
@@ -174,6 +205,7 @@ class A2AApp:
         Entered once a first request has started them (the host served the app before its
         lifespan began), it takes that run over: it stops it, with the drain, on exit.
         """
+        tracing.refresh()  # a provider installed after the app was built, before it started
         if self._lifespan is None:
             yield
             return
@@ -206,10 +238,16 @@ class A2AApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
+            if self._access_log is not None and ACCESS_SCOPE_KEY not in scope:
+                await self._access_log.around(self, scope, receive, send)
+                return
             path = scope["path"]
             root = scope.get("root_path")
             if root:  # mounted under a prefix (_mount.py)
                 path = route_path(path, root)
+            if self._routes and path in self._routes:
+                await self._routes[path](scope, receive, send)
+                return
             if self._start_on_first_use and not await self._first_request(scope, send, path):
                 return
             if path == self.rpc_path:
@@ -220,6 +258,8 @@ class A2AApp:
                 await self._serve_document(scope, send, self._documents[path])
             elif path in self._aliases:
                 await self._serve_alias(scope, receive, send, self._aliases[path])
+            elif path == health.READYZ_PATH:
+                await health.answer(path, scope, send, self.readiness)
             elif self._rest is not None and self._rest.owns(path):
                 await self._rest.handle(scope, receive, send, path)
             elif path[:1] != "/" and path:  # Litestar's mount at "/" drops the leading slash
@@ -228,6 +268,26 @@ class A2AApp:
                 await _plain(send, 404, b"Not Found")
         elif kind == "lifespan":
             await self._run_lifespan(receive, send)
+
+    def _binding_of(self, scope: Scope) -> str:
+        """What a request reached, for an access log line no binding noted."""
+        path: str = scope["path"]
+        root = scope.get("root_path")
+        if root:
+            path = route_path(path, root)
+        path = self._aliases.get(path) or path
+        if path == self.rpc_path:
+            return "jsonrpc"
+        if path == CARD_PATH:
+            return "card"
+        if path in (health.HEALTHZ_PATH, health.READYZ_PATH):
+            return "health"
+        if self._rest is not None and self._rest.owns(path):
+            return "rest"
+        return ""
+
+    async def _liveness(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await health.answer(health.HEALTHZ_PATH, scope, send, None)
 
     async def _serve_alias(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         if path == self.rpc_path:
@@ -336,6 +396,8 @@ class A2AApp:
         if scope["method"] != "POST":
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
+        meter = self._meter
+        started = perf_counter() if meter is not None else 0.0
         headers = _Headers(scope)
         try:
             body = await _read_body(receive, self.max_body_bytes, headers.content_length)
@@ -345,6 +407,8 @@ class A2AApp:
                 f"{self.max_body_bytes} bytes"
             )
             await _respond(send, 413, jsonrpc.encode_error(b"null", error))
+            if meter is not None:
+                meter.failed("", error, started)
             return
         except _BodyCutShort:
             return  # the client left mid-body: nothing to dispatch, nobody to answer
@@ -355,6 +419,8 @@ class A2AApp:
                 await self._v03.jsonrpc_error(send, jsonrpc.request_id_of(body), error)
                 return
             await self._jsonrpc_error(send, jsonrpc.request_id_of(body), error)
+            if meter is not None:
+                meter.failed(jsonrpc.method_of(body) or "", error, started)
             return
         try:
             if not _is_json(headers.content_type):
@@ -374,14 +440,30 @@ class A2AApp:
             )
         except A2AError as error:
             await self._refused(scope, receive, send, body, headers, principal, error)
+            if meter is not None and not is_v03_method(method := jsonrpc.method_of(body)):
+                meter.failed(method or "", error, started)
             return
         call = CallContext.of(principal, extensions)
         extra = [(b"a2a-extensions", format_extensions(extensions).encode())] if extensions else []
         operation = getattr(self.dispatcher, request.method.operation)
+        access = scope.get(ACCESS_SCOPE_KEY)  # None unless the access log is on
+        if access is not None:
+            access.noted("jsonrpc", request.method.name, request.params)
+        traced = None
+        if tracing.STATE.tracer is not None:  # tracing off: this attribute read is all
+            traced = self._spans.start(request.method.operation, scope["headers"], request.params)
         try:
-            result = await operation(request.params, call)
+            if traced is None:
+                result = await operation(request.params, call)
+            else:
+                streaming = request.method.streaming
+                result = await traced.run(operation, request.params, call, streaming=streaming)
+            if access is not None:
+                access.answered(result)
         except A2AError as error:
             await self._jsonrpc_error(send, request.id, error, extra)
+            if meter is not None:
+                meter.failed(request.method.name, error, started)
             return
         except Exception:
             log.exception("peerwire: %s failed", request.method.name)
@@ -389,12 +471,18 @@ class A2AApp:
                 "Internal error: the server failed while handling this request"
             )
             await _respond(send, 200, jsonrpc.encode_error(request.id, internal), extra)
+            if meter is not None:
+                meter.failed(request.method.name, internal, started)
             return
         if not request.method.streaming:
             body = jsonrpc.encode_result(request.id, {} if result is None else result)
             await _respond(send, 200, body, extra)
+            if meter is not None:
+                meter.ok(request.method.name, started)
             return
-        await self._stream(scope, receive, send, request.id, result, extra)
+        if meter is not None:
+            meter.ok(request.method.name, started)  # the stream is open: its own gauge follows
+        await self._stream(scope, receive, send, request.id, result, extra, traced)
 
     async def _refused(
         self,
@@ -442,16 +530,25 @@ class A2AApp:
         request_id: bytes,
         stream: TaskStream,
         extra: list[tuple[bytes, bytes]],
+        traced: tracing.ServerCall | None = None,
     ) -> None:
+        event_frame: Callable[[StreamResponse], bytes] = event_framer(
+            *jsonrpc.result_envelope(request_id)
+        )
+        error_frame: Callable[[A2AError], bytes] = lambda error: frame(  # noqa: E731
+            jsonrpc.encode_error(request_id, error)
+        )
         await send_event_stream(
             scope,
             receive,
             send,
             stream,
-            event_frame=event_framer(*jsonrpc.result_envelope(request_id)),
-            error_frame=lambda error: frame(jsonrpc.encode_error(request_id, error)),
+            event_frame=event_frame,
+            error_frame=error_frame,
             keepalive_seconds=self.keepalive_seconds,
             extra=extra,
+            open_streams=None if self._meter is None else self._meter.streams,
+            traced=traced,
         )
 
 

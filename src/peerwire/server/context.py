@@ -8,7 +8,9 @@ the caller's next message on the same task. If the process holding the suspended
 gone (a restart, or the follow-up reached another worker), the follow-up runs the handler again
 from the start, and ``ask`` first returns the answers already recorded in the task's history, in
 order, before waiting for new ones. A handler that uses ``ask`` must therefore be replay-safe:
-whatever it does before an ``ask`` may happen again.
+whatever it does before an ``ask`` may happen again. Calls to other agents made with
+``ctx.delegate`` are (docs/DELEGATION.md): recorded by their ``key``, a replay gets them back
+instead of sending them again.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any, Protocol
 import msgspec
 
 from .._ids import new_id
+from ..delegation import Call, Delegation, Delegations, Follow, OnFailure, Outcome, Undo
+from ..protocol import TERMINAL
 from ..security.principal import Principal
 from ..types import (
     Artifact,
@@ -100,6 +104,10 @@ class _Driver(Protocol):
 
     async def wait_for_message(self, ctx: TaskContext) -> tuple[Message, CallerSource | None]: ...
 
+    def delegations_for(self, ctx: TaskContext) -> Delegations: ...
+
+    async def emit_final(self, ctx: TaskContext, event: TaskStatusUpdateEvent) -> None: ...
+
 
 PartsLike = str | dict[str, Any] | list[Any] | Part | Sequence[Part]
 
@@ -121,9 +129,15 @@ class TaskContext:
         recorded_answers: Sequence[Message] = (),
         latest_message: Message | None = None,
         caller: CallerSource | None = None,
+        delegations: Delegations | None = None,
     ) -> None:
-        """``caller`` sent ``latest_message`` (``None``: not known here, see ``Caller``)."""
+        """``caller`` sent ``latest_message`` (``None``: not known here, see ``Caller``).
+        ``delegations``: the task's, given when it may have some already (a handler run
+        again after a restart or a question), so that its end settles them."""
         self._driver = driver
+        # The task's delegations once the handler used them (None: it never did, and its
+        # final state is written at no extra cost).
+        self._delegations = delegations
         self.task_id = task_id
         self.context_id = context_id
         self.message = message
@@ -212,6 +226,57 @@ class TaskContext:
         self._answered_by(source)
         return answer
 
+    # -- delegation -------------------------------------------------------------------------
+
+    @property
+    def delegations(self) -> Delegations:
+        """This task's delegations (``peerwire.delegation.Delegations``; docs/DELEGATION.md):
+        its ledger entries, ``compensate()``, ``cancel_open()``."""
+        scope = self._delegations
+        if scope is None:
+            scope = self._delegations = self._driver.delegations_for(self)
+        return scope
+
+    async def delegate(
+        self,
+        agent: str,
+        message: str | Message,
+        *,
+        key: str,
+        deadline: float | None = None,
+        stall_deadline: float | None = None,
+        follow: Follow = "subscribe",
+        context_id: str | None = None,
+        compensate: Undo | None = None,
+    ) -> Delegation:
+        """Delegate ``message`` to the agent at ``agent`` (its URL) on behalf of this task.
+
+        Recorded in the ledger before it is sent; ``key`` names the step, unique within the
+        task: a handler that runs again gets the recorded delegation back and nothing is sent
+        twice. ``compensate`` (an ``Undo``) registers the step's undo before it is sent.
+        ``await d.result()`` follows the remote task to its outcome. The delegation is
+        canceled at its agent when this task ends first (docs/DELEGATION.md)."""
+        return await self.delegations.delegate(
+            agent,
+            message,
+            key=key,
+            deadline=deadline,
+            stall_deadline=stall_deadline,
+            follow=follow,
+            context_id=context_id,
+            compensate=compensate,
+        )
+
+    async def delegate_all(
+        self,
+        calls: Sequence[Call],
+        *,
+        deadline: float | None = None,
+        on_failure: OnFailure = "cancel_rest",
+    ) -> list[Outcome]:
+        """Start every ``Call`` at once; their outcomes in order (``Delegations.delegate_all``)."""
+        return await self.delegations.delegate_all(calls, deadline=deadline, on_failure=on_failure)
+
     # -- artifacts --------------------------------------------------------------------------
 
     async def add_artifact(
@@ -272,10 +337,19 @@ class TaskContext:
             message=None if message is None else self.agent_message(message),
             timestamp=now_timestamp(),
         )
-        await self._driver.emit(
-            self,
-            TaskStatusUpdateEvent(task_id=self.task_id, context_id=self.context_id, status=status),
+        event = TaskStatusUpdateEvent(
+            task_id=self.task_id, context_id=self.context_id, status=status
         )
+        if self._delegations is None or state not in TERMINAL:
+            await self._driver.emit(self, event)
+        else:
+            # Delegations are settled (open ones canceled at their agents, compensations
+            # discarded or made due) before the final state is recorded: a caller who sees
+            # the task ended sees its delegations settled.
+            try:
+                await self._driver.emit_final(self, event)
+            finally:
+                self._delegations = None  # settled: the hub let go of them
         self.state = state
 
 

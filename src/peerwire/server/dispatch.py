@@ -42,6 +42,7 @@ from ..errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from ..ops.metrics import LevelSet, Metrics
 from ..protocol import (
     Continue,
     TaskRecord,
@@ -82,6 +83,7 @@ from .agent import Agent, Skill
 from .bus import BusEvent, EventBus, Subscription
 from .catch_up import GapFilling
 from .context import caller_of
+from .idempotency import MessageLedger, holds_message
 from .push_configs import PushConfigPolicy
 from .runner import Runner
 from .stores.base import TaskStore, snapshot_reader
@@ -131,7 +133,11 @@ class Dispatcher:
         *,
         extended_card: Callable[[CallContext], AgentCard | None] | None = None,
         push_configs: PushConfigPolicy | None = None,
+        messages: MessageLedger | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
+        """``metrics``: the agent's instruments (``peerwire.ops.Metrics``), which the
+        bindings meter their requests with too; ``None``: no metrics work at all."""
         self.agent = agent
         self.store = store
         self.bus = bus
@@ -141,8 +147,12 @@ class Dispatcher:
         self._extended_card = extended_card
         # None: push notifications are not offered (the card says so too).
         self.push_configs = push_configs
-        # Every stream that follows a task, until it closes (``end_streams`` ends them).
-        self._streams: set[TaskStream] = set()
+        # None: sends are not deduplicated by message id (server.idempotency).
+        self.messages = messages
+        self.metrics = metrics
+        # Every stream that follows a task, until it closes (``end_streams`` ends them); with
+        # metrics, their number is ``peerwire_task_subscribers``.
+        self._streams: set[TaskStream] = set() if metrics is None else LevelSet(metrics.subscribers)
         # Set once the server is shutting down: new streams are refused, late ones ended.
         self._streams_stopped: str | None = None
         runner.on_drain(self._stop_streams)
@@ -165,13 +175,19 @@ class Dispatcher:
         started = await self._start(request, call, push, streaming=False, blocking=blocking)
         if isinstance(started, Message):
             return SendMessageResponse(message=started)
-        task_id, waiting, seen, _ = started
+        task_id, waiting, seen, created = started
         if not isinstance(waiting, Subscription):
             await waiting  # the runner's word that the task settled (``Runner.launch_watched``)
         else:
             with waiting:
                 if blocking:
-                    await _wait_until_settled(waiting, seen)
+                    events = await _wait_until_settled(waiting, seen)
+                    # A new task's answer from the events its subscription got: no reload.
+                    answer = _folded(created, seen, events)
+                    if answer is not None:
+                        return SendMessageResponse(
+                            task=answer.snapshot(history_length=history_length)
+                        )
         if history_length is not None:
             return SendMessageResponse(
                 task=await self._snapshot(task_id, request.tenant, call.owner, history_length)
@@ -198,7 +214,10 @@ class Dispatcher:
         if isinstance(started, Message):
             return TaskStream(StreamResponse(message=started))
         task_id, subscription, version, task = started
-        assert isinstance(subscription, Subscription)  # only a blocking send waits otherwise
+        if not isinstance(subscription, Subscription):
+            # A repeated message whose task is at a closing state: its snapshot is all.
+            assert task is not None
+            return TaskStream(StreamResponse(task=task))
         if task is None:
             try:
                 record = await self._load(task_id, request.tenant, call.owner)
@@ -308,6 +327,13 @@ class Dispatcher:
         if message.task_id:
             record = await self.store.load(message.task_id, tenant=request.tenant, owner=call.owner)
             existing = None if record is None else (record.context_id, record.state)
+            if (
+                record is not None
+                and self.messages is not None
+                and holds_message(record, message.message_id)
+            ):
+                # This follow-up was taken before (its answer was lost): not appended twice.
+                return await self._repeat(record.id, request, call, streaming, blocking)
         decision = resolve_continuation(message, existing)
         if isinstance(decision, Continue):
             assert record is not None
@@ -330,9 +356,27 @@ class Dispatcher:
             version=1,
         )
         # Taken before the handler can run: a stream starts from the task as it was created.
-        snapshot = record.snapshot(history_length=_history_length(request)) if streaming else None
+        # A blocking send waiting on a subscription folds its events into the whole task as
+        # created (``_folded``): its answer needs no reload.
+        snapshot = (
+            record.snapshot(history_length=_history_length(request))
+            if streaming
+            else record.snapshot()
+            if blocking and not self.runner.sees_every_event
+            else None
+        )
         version = record.version
-        await self.store.create(record, tenant=request.tenant, owner=call.owner)
+        if self.messages is None:
+            await self.store.create(record, tenant=request.tenant, owner=call.owner)
+        else:
+            held = await self.messages.create(
+                record, tenant=request.tenant, owner=call.owner, message=message
+            )
+            if held != task_id:
+                # The caller sent this message before: the task it made is the answer.
+                return await self._repeat(held, request, call, streaming, blocking)
+        if self.metrics is not None:
+            self.metrics.tasks_created.inc()
         if push is not None:
             await self._register_push_config(push, task_id)
         if blocking and self.runner.sees_every_event:
@@ -368,6 +412,31 @@ class Dispatcher:
             subscription.close()
             return task_id, _settled_now(), version, snapshot
         return task_id, subscription, version, snapshot
+
+    async def _repeat(
+        self,
+        task_id: str,
+        request: SendMessageRequest,
+        call: CallContext,
+        streaming: bool,
+        blocking: bool,
+    ) -> tuple[str, Subscription | asyncio.Future[None], int, Task | None]:
+        """The answer to a message sent again: its task as ``_start`` would hand it on, with
+        a subscription opened before it is read, so nothing it does next is missed. A task
+        already where a stream closes or a blocking send returns (or a send that asked to
+        return at once) gets a done future instead: its snapshot is the answer."""
+        subscription = self.bus.subscribe(task_id)
+        try:
+            record = await self._load(task_id, request.tenant, call.owner)
+        except BaseException:
+            subscription.close()
+            raise
+        snapshot = record.snapshot(history_length=_history_length(request)) if streaming else None
+        settled = closes_stream(record.state) if streaming else ends_blocking_wait(record.state)
+        if settled or not (streaming or blocking):
+            subscription.close()
+            return task_id, _settled_now(), record.version, snapshot
+        return task_id, subscription, record.version, snapshot
 
     async def _continue(
         self,
@@ -691,11 +760,43 @@ def _push_unsupported() -> PushNotificationNotSupportedError:
     return PushNotificationNotSupportedError("This agent does not support push notifications")
 
 
-async def _wait_until_settled(subscription: Subscription, after_version: int) -> None:
+async def _wait_until_settled(
+    subscription: Subscription, after_version: int
+) -> list[tuple[int, BusEvent]] | None:
     """Wait for the task to become terminal or interrupted after ``after_version`` (a
-    blocking SendMessage); an earlier turn's settling is not this one's. Returns early when
-    the subscription closes (the server is shutting down)."""
-    await subscription.wait_for(after_version, _settles)
+    blocking SendMessage); an earlier turn's settling is not this one's. Returns the events
+    up to the settling one, in order; ``None`` when the subscription closes first (the
+    server is shutting down)."""
+    events: list[tuple[int, BusEvent]] = []
+    while True:
+        try:
+            batch = await subscription.next_batch(after_version)
+        except StopAsyncIteration:
+            return None
+        assert batch is not None  # no timeout was given
+        for item in batch:
+            events.append(item)
+            if _settles(item[1]):
+                return events
+
+
+def _folded(
+    created: Task | None, version: int, events: list[tuple[int, BusEvent]] | None
+) -> TaskRecord | None:
+    """``created`` (the task at ``version``) with ``events`` applied: the task as stored once
+    they are, when they are every version after it; ``None`` where some version is not among
+    them (a caller's message takes a version and is not published) or nothing settled."""
+    if created is None or events is None:
+        return None
+    record = TaskRecord.from_task(created, version)
+    for at, event in events:
+        if at != record.version + 1:
+            return None
+        try:
+            record.apply(event)
+        except A2AError:  # not as stored (a bus that reordered): the store's copy answers
+            return None
+    return record
 
 
 def _settled_now() -> asyncio.Future[None]:

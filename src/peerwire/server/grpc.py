@@ -37,6 +37,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -49,6 +50,7 @@ from ..compat.v03.grpc import RPCS_V03, SERVICE_V03, RpcV03, card_message
 from ..compat.v03.grpc_status import encode_status_v03
 from ..errors import A2AError, InternalError
 from ..httpd import CannotListenError, ServerTLS
+from ..ops import tracing
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
 from ..security.credentials import PeerCertificate, RequestCredentials
 from ..types import AgentCard, Encoded, Model
@@ -98,9 +100,14 @@ class GrpcService:
         self.lenient_version = lenient_version
         # None: the card requires no credentials and every caller is anonymous.
         self.authenticator = authenticator
+        # None: metrics are off, and the rpcs do no metrics work at all.
+        self._meter = None if dispatcher.metrics is None else dispatcher.metrics.requests("grpc")
         extensions = dispatcher.card().capabilities.extensions
         self._supported_extensions = tuple(e.uri for e in extensions)
         self._required_extensions = tuple(e.uri for e in extensions if e.required)
+        # The SERVER spans of its calls (made only while ``tracing.STATE.tracer`` is set).
+        self._spans = tracing.ServerSpans("GRPC", "1.0", dispatcher.card)
+        tracing.refresh()
 
     def handler(self) -> grpc.GenericRpcHandler:
         handlers = {
@@ -117,16 +124,30 @@ class GrpcService:
         operation = getattr(self.dispatcher, rpc.operation)
 
         async def handle(payload: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+            meter = self._meter
+            started = perf_counter() if meter is not None else 0.0
             try:
                 request, call = await self._accept(rpc, payload, context)
-                result = await operation(request, call)
+                if tracing.STATE.tracer is None:  # tracing off: this attribute read is all
+                    result = await operation(request, call)
+                else:
+                    metadata = context.invocation_metadata() or ()
+                    traced = self._spans.start(rpc.operation, metadata, request)
+                    result = await traced.run(operation, request, call)
                 if isinstance(result, Encoded):
                     result = result.decode()  # protobuf is built from the object, not its JSON
-                return b"" if result is None else to_bytes(result)
+                answer = b"" if result is None else to_bytes(result)
+                if meter is not None:
+                    meter.ok(rpc.name, started)
+                return answer
             except A2AError as error:
+                if meter is not None:
+                    meter.failed(rpc.name, error, started)
                 await _abort(context, error, self.authenticator)
             except Exception:
                 log.exception("peerwire: gRPC %s failed", rpc.name)
+                if meter is not None:
+                    meter.failed(rpc.name, _internal(), started)
                 await _abort(context, _internal())
             raise AssertionError("unreachable: abort raises")
 
@@ -139,21 +160,49 @@ class GrpcService:
             payload: bytes, context: grpc.aio.ServicerContext[Any, Any]
         ) -> AsyncIterator[bytes]:
             stream: TaskStream | None = None
+            traced: tracing.ServerCall | None = None
+            meter = self._meter
+            started = perf_counter() if meter is not None else 0.0
+            opened = False  # counted as answered, and as an active stream until it ends
             try:
                 request, call = await self._accept(rpc, payload, context)
-                stream = await operation(request, call)
+                if tracing.STATE.tracer is None:  # tracing off: this attribute read is all
+                    stream = await operation(request, call)
+                else:
+                    metadata = context.invocation_metadata() or ()
+                    traced = self._spans.start(rpc.operation, metadata, request)
+                    stream = await traced.run(operation, request, call, streaming=True)
+                if meter is not None:
+                    meter.ok(rpc.name, started)
+                    meter.streams.inc()
+                    opened = True
                 # A client that goes away cancels this generator at its await: the stream is
                 # closed below, so an abandoned stream stops following its task.
                 async for event in stream:
+                    if traced is not None:
+                        traced.counted(event)
                     yield to_bytes(event)
             except A2AError as error:
+                if traced is not None:
+                    traced.failed(error)
+                if meter is not None and not opened:
+                    meter.failed(rpc.name, error, started)
                 await _abort(context, error, self.authenticator)
             except Exception:
                 log.exception("peerwire: gRPC %s failed", rpc.name)
+                if meter is not None and not opened:
+                    meter.failed(rpc.name, _internal(), started)
+                if traced is not None:
+                    traced.failed(_internal())
                 await _abort(context, _internal())
             finally:
                 if stream is not None:
                     stream.close()
+                if traced is not None:
+                    traced.end()
+                if opened:
+                    assert meter is not None
+                    meter.streams.dec()
 
         return handle
 
@@ -210,6 +259,7 @@ class GrpcServiceV03:
         # The public card in its 0.3 form, for the card it was made from (the served card is
         # replaced once, when the gRPC port is known).
         self._public_card: tuple[AgentCard, bytes] | None = None
+        self._spans = tracing.ServerSpans("GRPC", "0.3", dispatcher.card)
 
     def handler(self) -> grpc.GenericRpcHandler:
         handlers = {
@@ -223,7 +273,8 @@ class GrpcServiceV03:
         return grpc.method_handlers_generic_handler(SERVICE_V03, handlers)
 
     def _unary(self, rpc: RpcV03) -> Unary:
-        operation = getattr(self.dispatcher, RPCS[rpc.operation].operation)
+        dispatch = RPCS[rpc.operation].operation
+        operation = getattr(self.dispatcher, dispatch)
         public_card = rpc.name == "GetAgentCard"
 
         async def handle(payload: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
@@ -231,7 +282,12 @@ class GrpcServiceV03:
                 if public_card and not self.dispatcher.card().capabilities.extended_agent_card:
                     return self._public_card_bytes()
                 request, call = await self._accept(rpc, payload, context)
-                result = await operation(request, call)
+                if tracing.STATE.tracer is None:
+                    result = await operation(request, call)
+                else:
+                    metadata = context.invocation_metadata() or ()
+                    traced = self._spans.start(dispatch, metadata, request)
+                    result = await traced.run(operation, request, call)
                 if public_card:
                     return card_message(result, self.v03_bindings)
                 return rpc.write_response(result)
@@ -245,25 +301,40 @@ class GrpcServiceV03:
         return handle
 
     def _streaming(self, rpc: RpcV03) -> Streaming:
-        operation = getattr(self.dispatcher, RPCS[rpc.operation].operation)
+        dispatch = RPCS[rpc.operation].operation
+        operation = getattr(self.dispatcher, dispatch)
 
         async def handle(
             payload: bytes, context: grpc.aio.ServicerContext[Any, Any]
         ) -> AsyncIterator[bytes]:
             stream: TaskStream | None = None
+            traced: tracing.ServerCall | None = None
             try:
                 request, call = await self._accept(rpc, payload, context)
-                stream = await operation(request, call)
+                if tracing.STATE.tracer is None:
+                    stream = await operation(request, call)
+                else:
+                    metadata = context.invocation_metadata() or ()
+                    traced = self._spans.start(dispatch, metadata, request)
+                    stream = await traced.run(operation, request, call, streaming=True)
                 async for event in stream:
+                    if traced is not None:
+                        traced.counted(event)
                     yield rpc.write_response(event)
             except A2AError as error:
+                if traced is not None:
+                    traced.failed(error)
                 await _abort(context, error, self.authenticator, encode_status_v03)
             except Exception:
                 log.exception("peerwire: gRPC (A2A 0.3) %s failed", rpc.name)
+                if traced is not None:
+                    traced.failed(_internal())
                 await _abort(context, _internal(), encode=encode_status_v03)
             finally:
                 if stream is not None:
                     stream.close()
+                if traced is not None:
+                    traced.end()
 
         return handle
 

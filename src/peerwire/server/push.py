@@ -44,6 +44,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from ..ops.metrics import Metrics
 from ..push._wire import (
     CONTENT_TYPE,
     JWT_HEADER,
@@ -60,6 +61,8 @@ __all__ = ["PushDeliverer", "PushSettings", "Signer"]
 log = logging.getLogger("peerwire.push")
 
 _MAX_ERROR_CHARS = 500
+# How often the claim loop samples the outbox's backlog (rows, oldest age) for the metrics.
+_SAMPLE_EVERY_S = 5.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,8 +144,13 @@ class PushDeliverer:
         guard: WebhookGuard,
         signer: Signer | None = None,
         http: httpx.AsyncClient | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
+        """``metrics`` (``peerwire.ops.Metrics``) counts attempts and give-ups, and gets
+        the outbox's backlog sampled by the claim loop (at most every ``_SAMPLE_EVERY_S``)."""
         self.store = store
+        self.metrics = metrics
+        self._sampled_at = 0.0
         self.settings = settings
         self.guard = guard
         self.signer = signer
@@ -224,6 +232,8 @@ class PushDeliverer:
         assert group is not None
         while not self._stopping:
             self._wake.clear()
+            if self.metrics is not None:
+                await self._sample_backlog()
             free = settings.max_concurrent - len(self._in_flight)
             claimed: list[OutboxRow] = []
             if free > 0:
@@ -240,6 +250,23 @@ class PushDeliverer:
             if claimed and len(claimed) == free:
                 continue  # maybe more are due: claim again once slots free up (woken below)
             await self._sleep()
+
+    async def _sample_backlog(self) -> None:
+        """Sample the outbox's backlog for the metrics: here, in the loop that reads the
+        outbox anyway, at most every ``_SAMPLE_EVERY_S``, never on a scrape."""
+        assert self.metrics is not None
+        now = time.monotonic()
+        if now - self._sampled_at < _SAMPLE_EVERY_S:
+            return
+        self._sampled_at = now
+        try:
+            backlog = await self.store.outbox_backlog()
+        except Exception as exc:  # the claim below meets the same outage and says so
+            log.debug("peerwire: sampling the push outbox failed: %s", exc)
+            return
+        if backlog is not None:
+            rows, oldest = backlog
+            self.metrics.outbox_sampled(rows, 0.0 if oldest is None else time.time() - oldest)
 
     async def _sleep(self) -> None:
         timeout = self.settings.poll_interval
@@ -278,6 +305,8 @@ class PushDeliverer:
                     self._circuits.finished(
                         endpoint, outcome, time.monotonic() - started, time.time()
                     )
+                    if self.metrics is not None:
+                        self.metrics.push_attempted(outcome)
         except Exception as exc:  # a bug here must not strand the row: it is retried
             log.exception("peerwire: push notification %s failed unexpectedly", row.id)
             error, retry = f"unexpected failure: {type(exc).__name__}: {exc}", True
@@ -364,6 +393,8 @@ class PushDeliverer:
             attempts = f"{row.attempts} attempt{'s' if row.attempts != 1 else ''}"
             reason = error if not retry else f"gave up after {attempts}: {error}"
             await self.store.mark_failed(row.id, reason)
+            if self.metrics is not None:
+                self.metrics.push_given_up()
             log.warning("peerwire: push notification %s failed: %s", row.id, reason)
             return
         next_at = time.time() + self.settings.backoff(row.attempts)

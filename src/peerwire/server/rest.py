@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from time import perf_counter
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -30,6 +31,8 @@ from ..bindings.sse import event_framer, frame
 from ..compat.v03 import rest as v03_rest
 from ..compat.v03.version import names_v1
 from ..errors import A2AError, InternalError, InvalidRequestError, MethodNotFoundError
+from ..ops import tracing
+from ..ops.logs import ACCESS_SCOPE_KEY
 from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
 from ..types import encode
 from ._authn import authenticate_http, challenge_headers
@@ -79,6 +82,10 @@ class RestHandler:
         v03: V03Server | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        # None: metrics are off, and the REST path does no metrics work at all.
+        self._meter = None if dispatcher.metrics is None else dispatcher.metrics.requests("rest")
+        # The SERVER spans of REST requests (made only while ``tracing.STATE.tracer`` is set).
+        self._spans = tracing.ServerSpans("HTTP+JSON", "1.0", dispatcher.card)
         # Serves the 0.3 routes; None: 0.3 is off and they answer 404.
         self._v03 = v03
         # None: the card requires no credentials and every caller is anonymous.
@@ -112,15 +119,22 @@ class RestHandler:
             scope, receive, send, method, relative
         ):
             return
+        meter = self._meter
+        started = perf_counter() if meter is not None else 0.0
         try:
             principal = await authenticate_http(self.authenticator, scope)
             found = rest.match_route(method, relative)
         except A2AError as error:
             await self._error(send, error)
+            if meter is not None:
+                meter.failed("", error, started)
             return
         if isinstance(found, rest.MethodNotAllowed):
             allow = [(b"allow", ", ".join(found.allow).encode())]
-            await self._error(send, found.error(), http_status=405, extra=allow)
+            refusal = found.error()
+            await self._error(send, refusal, http_status=405, extra=allow)
+            if meter is not None:
+                meter.failed("", refusal, started)
             return
         route = found.route
         headers = Headers(scope)
@@ -134,6 +148,8 @@ class RestHandler:
                     f"{self.max_body_bytes} bytes"
                 )
                 await self._error(send, too_large, http_status=413)
+                if meter is not None:
+                    meter.failed(route.operation, too_large, started)
                 return
             except BodyCutShort:
                 return
@@ -155,14 +171,29 @@ class RestHandler:
             )
         except A2AError as error:
             await self._error(send, error)
+            if meter is not None:
+                meter.failed(route.operation, error, started)
             return
         call = CallContext.of(principal, extensions)
         extra = [(_EXTENSIONS_HEADER, format_extensions(extensions).encode())] if extensions else []
         operation = getattr(self.dispatcher, route.dispatch)
+        access = scope.get(ACCESS_SCOPE_KEY)  # None unless the access log is on
+        if access is not None:
+            access.noted("rest", route.operation, request)
+        traced = None
+        if tracing.STATE.tracer is not None:  # tracing off: this attribute read is all
+            traced = self._spans.start(route.dispatch, scope["headers"], request)
         try:
-            result = await operation(request, call)
+            if traced is None:
+                result = await operation(request, call)
+            else:
+                result = await traced.run(operation, request, call, streaming=route.streaming)
+            if access is not None:
+                access.answered(result)
         except A2AError as error:
             await self._error(send, error, extra=extra)
+            if meter is not None:
+                meter.failed(route.operation, error, started)
             return
         except Exception:
             log.exception("peerwire: %s failed", route.operation)
@@ -170,11 +201,17 @@ class RestHandler:
                 "Internal error: the server failed while handling this request"
             )
             await self._error(send, internal, extra=extra)
+            if meter is not None:
+                meter.failed(route.operation, internal, started)
             return
         if not route.streaming:
             payload = b"{}" if result is None else encode(result)
             await respond(send, 200, payload, extra, content_type=_A2A_JSON)
+            if meter is not None:
+                meter.ok(route.operation, started)
             return
+        if meter is not None:
+            meter.ok(route.operation, started)  # the stream is open: its own gauge follows
         await send_event_stream(
             scope,
             receive,
@@ -184,6 +221,8 @@ class RestHandler:
             error_frame=_error_frame,
             keepalive_seconds=self.keepalive_seconds,
             extra=extra,
+            open_streams=None if meter is None else meter.streams,
+            traced=traced,
         )
 
     async def _v03_route(

@@ -18,12 +18,14 @@ SendMessage on the in-memory store. Handlers may still use anyio freely (it runs
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, NoReturn, Protocol
 
 from .._ids import new_id
+from ..delegation import DelegationHub, Delegations, MemoryLedgerStore
 from ..errors import (
     IllegalTransitionError,
     ServerBusyError,
@@ -31,6 +33,8 @@ from ..errors import (
     TaskNotFoundError,
     VersionConflictError,
 )
+from ..ops import tracing
+from ..ops.metrics import Metrics
 from ..protocol import (
     TERMINAL,
     Event,
@@ -180,10 +184,20 @@ class Runner:
         max_working: int = 10_000,
         shutdown_grace: float = 10.0,
         placement: WorkPlacement | None = None,
+        metrics: Metrics | None = None,
+        delegations: DelegationHub | None = None,
     ) -> None:
         """``placement`` shares the work between processes (``peerwire.cluster``): new and
-        continued tasks become jobs that any process consuming the queue runs."""
+        continued tasks become jobs that any process consuming the queue runs. ``metrics``
+        (``peerwire.ops.Metrics``) follows the working and waiting handlers and the tasks
+        that end here; ``None``: no metrics work."""
         self.agent = agent
+        self.metrics = metrics
+        # The ledger of the tasks' delegations (``ctx.delegate``): canceled and compensated
+        # as their tasks end (``_end_delegations``). In memory unless the app gives one.
+        self.delegations = delegations or DelegationHub(MemoryLedgerStore())
+        if metrics is not None and self.delegations.observer.metrics is None:
+            self.delegations.observer.metrics = metrics
         self.store = store
         self.bus = bus
         self.max_working = max_working
@@ -217,6 +231,7 @@ class Runner:
 
     async def __aenter__(self) -> Runner:
         self._loop = asyncio.get_running_loop()
+        await self.delegations.open()
         self._group = asyncio.TaskGroup()
         await self._group.__aenter__()
         self._accepting = True
@@ -231,7 +246,16 @@ class Runner:
             await self.drain()
         finally:
             self._group = None
-            await group.__aexit__(None, None, None)
+            try:
+                await group.__aexit__(None, None, None)
+            finally:
+                await self.delegations.close()
+
+    @property
+    def accepting(self) -> bool:
+        """Whether the runner takes new work: from its start until a drain begins
+        (readiness reports a process that does not as starting or draining)."""
+        return self._accepting
 
     def on_drain(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` as every drain begins, before any handler is waited for: the
@@ -282,6 +306,7 @@ class Runner:
         """
         if self.placement is not None:
             await self.placement.sweep()
+            await self.delegations.recover(self._parent_state)
             return
         for info in await self.store.unfinished():
             if info.state not in (TaskState.SUBMITTED, TaskState.WORKING):
@@ -291,9 +316,70 @@ class Runner:
             if self.agent.on_restart == "resume":
                 await self._resume(info)
             else:
+                await self._end_delegations(info.task_id, info.tenant, TaskState.FAILED)
                 await self._emit_status(
                     info.task_id, info.context_id, TaskState.FAILED, "interrupted by restart"
                 )
+        # Tasks that ended while a process held delegations it could not settle (it died).
+        await self.delegations.recover(self._parent_state)
+
+    async def _parent_state(self, tenant: str, task_id: str) -> TaskState | None:
+        record = await self.store.load(task_id, tenant=tenant)
+        return None if record is None else record.state
+
+    def delegations_for(self, ctx: TaskContext) -> Delegations:
+        """``ctx.delegations``: the task's delegations in the ledger."""
+        return self.delegations.for_task(ctx.task_id, ctx.tenant)
+
+    async def emit_final(self, ctx: TaskContext, event: TaskStatusUpdateEvent) -> None:
+        """``emit`` of the final state a handler records itself (``ctx.complete()``,
+        ``fail()``, ``reject()``, a returned ``Message``) on a task that delegated: its
+        delegations are settled first (``_end_delegations``, bounded by the hub's
+        ``cancel_within``), as ``_run`` does for an outcome it records.
+
+        Neither a CancelTask nor the time limit cuts the settling and the write short (a
+        stop waits, as for a handler whose outcome is being settled; the time limit is
+        suspended and given back): either would record another end than the one the
+        delegations were settled for. A time limit that already struck is left to strike:
+        ``_run`` then settles them for the failure it records."""
+        live = self._live.get(ctx.task_id)
+        deadline = None if live is None else live.deadline
+        if deadline is not None and deadline.expired():
+            await self.emit(ctx, event)
+            return
+        loop = asyncio.get_running_loop()
+        when = None if deadline is None else deadline.when()
+        remaining = None if when is None else when - loop.time()
+        ending = live is not None and live.ending
+        if live is not None:
+            live.ending = True
+        if deadline is not None:
+            deadline.reschedule(None)
+        try:
+            settling = asyncio.ensure_future(
+                self._end_delegations(ctx.task_id, ctx.tenant, event.status.state)
+            )
+            try:
+                await asyncio.shield(settling)
+            except asyncio.CancelledError:  # the runner's teardown: still settle, then go
+                await asyncio.wait({settling})
+                raise
+            await self.emit(ctx, event)
+        finally:
+            if live is not None:
+                live.ending = ending
+            if deadline is not None and remaining is not None and not deadline.expired():
+                deadline.reschedule(loop.time() + remaining)
+
+    async def _end_delegations(self, task_id: str, tenant: str, state: TaskState) -> None:
+        """The task is about to be recorded ``state`` (terminal): cancel its open delegations
+        at their agents (bounded) and settle its compensations, before the final state is
+        stored, so a caller who sees the task ended finds its delegations canceled too. A
+        failure here is logged: it never keeps the task from ending."""
+        try:
+            await self.delegations.task_ended(task_id, tenant, state)
+        except Exception:
+            log.exception("peerwire: task %s: its delegations were not settled", task_id)
 
     async def _resume(self, info: StoredTaskInfo) -> None:
         record = await self.store.load(info.task_id, tenant=info.tenant)
@@ -340,9 +426,11 @@ class Runner:
         answers: list[Message] | None = None,
         latest: Message | None = None,
         caller: CallerSource | None = None,
+        own_span: bool = True,
     ) -> None:
         """Run ``skill`` for a task that already exists in the store; ``caller`` sent its
-        latest message (``TaskContext.caller``)."""
+        latest message (``TaskContext.caller``). ``own_span``: traced, the handler gets a
+        span of its own (``False``: it runs in the request's, which waits for it)."""
         self.check_capacity()
         self._start(
             skill,
@@ -355,6 +443,7 @@ class Runner:
             answers=answers or [],
             latest=latest,
             caller=caller,
+            own_span=own_span,
         )
 
     async def launch(
@@ -430,6 +519,9 @@ class Runner:
             tenant=tenant,
             owner=owner,
             caller=caller,
+            # Traced, the request's span lasts until the task settles: the handler runs in
+            # it, one span per blocking send rather than two.
+            own_span=False,
         )
         live = self._live[task_id]
         # The handler has not run yet (its task is only scheduled): no event is missed.
@@ -450,6 +542,7 @@ class Runner:
         answers: list[Message],
         latest: Message | None = None,
         caller: CallerSource | None = None,
+        own_span: bool = True,
     ) -> _Live:
         assert self._group is not None, "the runner is not running"
         ctx = TaskContext(
@@ -464,12 +557,37 @@ class Runner:
             recorded_answers=answers,
             latest_message=latest,
             caller=caller,
+            # A handler run again (a restart, the replay rule, another worker) may have
+            # delegated in its earlier run: its end settles what the ledger holds for it.
+            delegations=None
+            if state is TaskState.SUBMITTED
+            else self.delegations.for_task(task_id, tenant),
         )
         live = _Live(ctx, skill)
         self._live[task_id] = live
         self._set_working(live, True)
-        run = self._run(live) if self.placement is None else self.placement.run_leased(live)
-        live.task = self._group.create_task(run)
+        placement = self.placement
+        if tracing.STATE.tracer is None or not own_span:  # off: this attribute read is all
+            run = self._run(live) if placement is None else placement.run_leased(live)
+        else:
+            # The handler's own span, under the request's (the span current here), which
+            # may end first (a non-blocking send, a stream); the handler's coroutine is
+            # made inside it, so a task cancelled before its first step leaves no
+            # coroutine never awaited.
+            def handler() -> Coroutine[Any, Any, None]:
+                return self._run(live) if placement is None else placement.run_leased(live)
+
+            run = tracing.handling(
+                handler,
+                agent=self.agent.name,
+                skill=skill.id,
+                task_id=task_id,
+                context_id=context_id,
+                state=lambda: ctx.state,
+            )
+        # The handler's task runs in a copy of this context, taken now: the request's trace
+        # context goes with it, though the task belongs to the runner's group, not the request.
+        live.task = self._group.create_task(run, context=contextvars.copy_context())
         return live
 
     def is_live(self, task_id: str) -> bool:
@@ -633,9 +751,14 @@ class Runner:
         remaining = None if when is None else when - loop.time()
         if deadline is not None:
             deadline.reschedule(None)
+        metrics = self.metrics
+        if metrics is not None:
+            metrics.waiting.inc()
         try:
             return await live.waiter
         finally:
+            if metrics is not None:
+                metrics.waiting.dec()
             live.waiter = None
             if not live.working:
                 self._set_working(live, True)
@@ -646,6 +769,11 @@ class Runner:
         if live.working != working:
             live.working = working
             self._working += 1 if working else -1
+            if self.metrics is not None:
+                if working:
+                    self.metrics.working.inc()
+                else:
+                    self.metrics.working.dec()
 
     # -- cancel -----------------------------------------------------------------------------
 
@@ -668,6 +796,10 @@ class Runner:
             return
         if self.placement is not None:
             await self.placement.cancel_elsewhere(task_id, tenant)
+        else:
+            # No handler holds the task here (it waits for its caller after a restart, or
+            # never started): its delegations are in the ledger all the same.
+            await self._end_delegations(task_id, tenant, TaskState.CANCELED)
         try:
             await self._emit_status(task_id, context_id, TaskState.CANCELED, None)
         except IllegalTransitionError:
@@ -688,6 +820,8 @@ class Runner:
         else:
             await self._append_and_publish(ctx.task_id, (event,), (event,))
         if isinstance(event, TaskStatusUpdateEvent) and ends_blocking_wait(event.status.state):
+            if self.metrics is not None:
+                self.metrics.task_finished(event.status.state)  # not terminal: ignored
             live = self._live.get(ctx.task_id)
             if live is not None:
                 live.settle()
@@ -864,6 +998,8 @@ class Runner:
         if leading is not None:
             events = (leading, *events)
         await self._append_and_publish(task_id, events, events)
+        if self.metrics is not None:
+            self.metrics.task_finished(state)  # not terminal: ignored
 
     # -- running a handler ------------------------------------------------------------------
 
@@ -871,6 +1007,10 @@ class Runner:
         try:
             outcome = await self._handle(live)
             ctx = live.ctx
+            if self.delegations.delegated(ctx.task_id):
+                ending = ctx.state if outcome is None or ctx.state in TERMINAL else outcome[0]
+                if ending in TERMINAL:
+                    await self._end_delegations(ctx.task_id, ctx.tenant, ending)
             leading = await self._take_deferred(live)
             settled = outcome is None or ctx.state in TERMINAL
             if settled and leading is None:
@@ -934,8 +1074,24 @@ class Runner:
                 return await self._after_cancel(live)
         except Exception as exc:  # the handler's failure is its task's failure, not ours
             if not isinstance(exc, IllegalTransitionError):
-                log.info("task %s: handler raised %s", ctx.task_id, type(exc).__name__)
-            return (TaskState.FAILED, _describe(exc))
+                # The traceback stays here, in the server's log: the caller gets the message.
+                log.error(
+                    "task %s: skill %r raised %s",
+                    ctx.task_id,
+                    live.skill.id,
+                    type(exc).__name__,
+                    exc_info=exc,
+                    extra={
+                        "task_id": ctx.task_id,
+                        "context_id": ctx.context_id,
+                        "skill": live.skill.id,
+                        "tenant": ctx.tenant,
+                    },
+                )
+            reason = _describe(exc)
+            if tracing.STATE.tracer is not None:
+                tracing.handler_failed(exc, reason)
+            return (TaskState.FAILED, reason)
         finally:
             self._set_working(live, False)
             del self._live[ctx.task_id]

@@ -18,14 +18,16 @@ The tests are async; they carry the ``asyncio`` mark, so they run with pytest-as
 strict mode too (there, declare the fixture with ``@pytest_asyncio.fixture``). A test here
 fails with an ordinary assertion that says which rule of the interface was broken.
 
-The rules covered: creating and loading, appending (one event or an all-or-nothing batch,
-validated by the task state machine, one version per event, the ``on_durable`` hook), history
+The rules covered: creating and loading (one task, or several: ``load_many``), appending (one
+event or an all-or-nothing batch, validated by the task state machine, one version per event,
+the ``on_durable`` hook), history
 and chunked artifacts, compare-and-swap versions under concurrency (of answers to one question,
 one is recorded), the events after a version (``events_after``), ListTasks
 filters/ordering/paging, scoping by tenant and owner (loads and snapshots), restart recovery
-(``unfinished``), retention, push-config storage and the push outbox (rows written with the
-events, claimed in order one per config, leased, retried, failed, delivered, dropped with
-their config).
+(``unfinished``), retention, message-id claims (``create_once``: one task per repeated
+message id, scoped, race-free, expiring, swept in bounded steps), push-config storage and the
+push outbox (rows written with the events, claimed in order one per config, leased, retried,
+failed, delivered, dropped with their config).
 """
 
 from __future__ import annotations
@@ -188,6 +190,17 @@ class StoreSuite:
 
     async def test_load_of_a_missing_task_is_none(self, store: TaskStore) -> None:
         assert await store.load("no-such-task", tenant="") is None
+
+    async def test_an_open_store_is_healthy_and_its_check_changes_nothing(
+        self, store: TaskStore
+    ) -> None:
+        # ``check_health`` is what readiness (/readyz) calls: it returns on a working store.
+        record = new_record()
+        await store.create(record, tenant="", owner="alice")
+        await store.check_health()
+        await store.check_health()
+        found = await store.load(record.id, tenant="")
+        assert found is not None and found.version == record.version
 
     async def test_create_twice_is_a_conflict(self, store: TaskStore) -> None:
         record = new_record()
@@ -507,6 +520,30 @@ class StoreSuite:
             tasks, _, total = await store.list_tasks(_query(), tenant=tenant, owner=owner)
             assert (len(tasks), total) == (expected, expected), (tenant, owner)
 
+    async def test_load_many_is_load_of_each_in_order(self, store: TaskStore) -> None:
+        first, second, elsewhere = new_record(), new_record(), new_record()
+        await store.create(first, tenant="acme", owner="alice")
+        await store.create(second, tenant="acme", owner="bob")
+        await store.create(elsewhere, tenant="other", owner="alice")
+        await store.append(first.id, [status_event(first, S.WORKING, at=1)])
+        asked = [
+            (second.id, "acme"),
+            ("no-such-task", "acme"),
+            (first.id, "acme"),
+            (elsewhere.id, "acme"),  # another tenant's: as missing
+        ]
+        found = await store.load_many(asked)
+        assert len(found) == len(asked), "one answer per task asked for"
+        expected = [await store.load(task_id, tenant=tenant) for task_id, tenant in asked]
+        assert [None if r is None else (r.version, r.snapshot()) for r in found] == [
+            None if r is None else (r.version, r.snapshot()) for r in expected
+        ], "load_many answers as load does, in the order asked"
+        assert [r is None for r in found] == [False, True, False, True]
+        # Read again after a change: what the store has now, not what it had.
+        await store.append(second.id, [status_event(second, S.WORKING, at=2)])
+        again = await store.load_many([(first.id, "acme"), (second.id, "acme")])
+        assert [r is not None and r.version for r in again] == [2, 2]
+
     async def test_snapshots_are_scoped_like_load(self, store: TaskStore) -> None:
         running, finished = new_record(), new_record()
         for record in (running, finished):
@@ -664,6 +701,100 @@ class StoreSuite:
         _, _, total = await store.list_tasks(_query(), tenant="", owner=None)
         assert total == 3
         assert await store.delete_terminal_before(sort_key(timestamp(20))) == 0
+
+    # -- message ids (create_once) -----------------------------------------------------------------
+
+    async def test_the_first_message_creates_the_task_a_repeat_gets_its_id(
+        self, store: TaskStore
+    ) -> None:
+        now = time.time()
+        first, again = new_record(), new_record()
+        held = await store.create_once(
+            first, tenant="t", owner="alice", message_id="m-1", now=now, expires_at=now + 60
+        )
+        assert held == first.id, "the first message creates its task"
+        held = await store.create_once(
+            again, tenant="t", owner="alice", message_id="m-1", now=now + 1, expires_at=now + 61
+        )
+        assert held == first.id, "a repeated message id answers with the first task's id"
+        assert await store.load(again.id, tenant="t") is None, "and creates no second task"
+        loaded = await store.load(first.id, tenant="t", owner="alice")
+        assert loaded is not None and loaded.version == 1
+
+    async def test_message_ids_are_scoped_by_tenant_and_owner(self, store: TaskStore) -> None:
+        now = time.time()
+        scopes = [("t", "alice"), ("t", "bob"), ("u", "alice"), ("t", "")]
+        records = [new_record() for _ in scopes]
+        for (tenant, owner), record in zip(scopes, records, strict=True):
+            held = await store.create_once(
+                record, tenant=tenant, owner=owner, message_id="m", now=now, expires_at=now + 60
+            )
+            assert held == record.id, f"{tenant}/{owner} has a message-id space of its own"
+
+    async def test_concurrent_duplicates_make_one_task(self, store: TaskStore) -> None:
+        now = time.time()
+        records = [new_record() for _ in range(20)]
+        held = await asyncio.gather(
+            *(
+                store.create_once(
+                    record, tenant="", owner="", message_id="dup", now=now, expires_at=now + 60
+                )
+                for record in records
+            )
+        )
+        assert len(set(held)) == 1, f"duplicates sent at once agree on one task, got {held}"
+        created = [r for r in records if await store.load(r.id, tenant="") is not None]
+        assert [r.id for r in created] == [held[0]], "exactly one task was created"
+
+    async def test_an_expired_message_id_makes_a_new_task(self, store: TaskStore) -> None:
+        now = time.time()
+        first, later = new_record(), new_record()
+        await store.create_once(
+            first, tenant="", owner="", message_id="m", now=now, expires_at=now + 10
+        )
+        held = await store.create_once(
+            later, tenant="", owner="", message_id="m", now=now + 10, expires_at=now + 20
+        )
+        assert held == later.id, "past its expiry a message id no longer names the old task"
+        assert await store.load(first.id, tenant="") is not None, "the old task stays"
+        again = await store.create_once(
+            new_record(), tenant="", owner="", message_id="m", now=now + 11, expires_at=now + 21
+        )
+        assert again == later.id, "the new claim holds in its turn"
+
+    async def test_a_message_id_whose_task_is_gone_makes_a_new_task(self, store: TaskStore) -> None:
+        now = time.time()
+        first, later = new_record(), new_record()
+        await store.create_once(
+            first, tenant="", owner="", message_id="m", now=now, expires_at=now + 600
+        )
+        await store.append(first.id, [status_event(first, S.COMPLETED, at=10)])
+        assert await store.delete_terminal_before(sort_key(timestamp(20))) == 1
+        held = await store.create_once(
+            later, tenant="", owner="", message_id="m", now=now + 1, expires_at=now + 601
+        )
+        assert held == later.id, "a claim whose task retention removed is not an answer"
+
+    async def test_forgetting_expired_message_ids_is_bounded(self, store: TaskStore) -> None:
+        now = time.time()
+        for n in range(5):
+            await store.create_once(
+                new_record(), tenant="", owner="", message_id=f"m{n}", now=now, expires_at=now + n
+            )
+        assert await store.forget_message_ids(now + 3, limit=2) == 2, "at most the limit"
+        assert await store.forget_message_ids(now + 3, limit=10) == 2, "then the rest expired"
+        assert await store.forget_message_ids(now + 3, limit=10) == 0
+        # m4 is still live: a repeat of it names its task; m0 was forgotten: a new task.
+        live = new_record()
+        held = await store.create_once(
+            live, tenant="", owner="", message_id="m4", now=now + 3, expires_at=now + 9
+        )
+        assert held != live.id
+        fresh = new_record()
+        held = await store.create_once(
+            fresh, tenant="", owner="", message_id="m0", now=now + 3, expires_at=now + 9
+        )
+        assert held == fresh.id
 
     # -- push configs ------------------------------------------------------------------------------
 

@@ -154,7 +154,12 @@ def test_data_at_the_json_bound_is_readable_over_grpc(served_app: AppThread, kin
     depth = MAX_JSON_DEPTH - 4
     close = b"}" if kind == b'{"a":' else b"]"
     data = kind * depth + b'"x"' + close * depth
-    body = b'{"message":{"messageId":"deep","role":"ROLE_USER","parts":[{"data":%b}]}}' % data
+    # Its own message id: a repeated one would be answered with the first kind's task.
+    message_id = b"deep-%d" % len(kind)
+    body = b'{"message":{"messageId":"%b","role":"ROLE_USER","parts":[{"data":%b}]}}' % (
+        message_id,
+        data,
+    )
     headers = ((b"content-type", b"application/json"), (b"a2a-version", b"1.0"))
     status, _, answer = served_app.http(HttpCase("POST", b"/rest/message:send", headers, body))
     assert status == 200, answer

@@ -15,7 +15,7 @@ import anyio
 import pytest
 import pytest_asyncio
 
-from peerwire.client import CallOptions, CardCache, Client
+from peerwire.client import IDEMPOTENT_SEND_EXTENSION, CallOptions, CardCache, Client
 from peerwire.errors import (
     ExtensionSupportRequiredError,
     TaskNotFoundError,
@@ -209,9 +209,10 @@ async def test_a_lenient_server_takes_a_missing_version_as_1_0(lenient: str, bin
 
 async def test_activated_extensions_are_echoed(strict: str, binding: str) -> None:
     async with connecting(strict, binding) as peer:
-        assert peer.client.card.capabilities.extensions == [
-            AgentExtension(uri=OPTIONAL, description="traces")
-        ]
+        # The agent's own extension first, then peerwire's (idempotent sends).
+        own, *peerwire = peer.client.card.capabilities.extensions
+        assert own == AgentExtension(uri=OPTIONAL, description="traces")
+        assert [e.uri for e in peerwire] == [IDEMPOTENT_SEND_EXTENSION]
         requested = [f"{UNKNOWN}, {OPTIONAL}"]
         answer = await peer.wire.call(
             "SendMessage",

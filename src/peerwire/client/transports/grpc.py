@@ -31,13 +31,13 @@ Decisions the spec leaves open:
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, TypeVar, cast
 
 import grpc
 import grpc.aio
 
+from ..._hosts import is_loopback_host
 from ...bindings.grpc.convert import from_bytes, to_bytes
 from ...bindings.grpc.service import RPCS, Rpc
 from ...bindings.grpc.status import DETAILS_KEY, decode_status
@@ -54,7 +54,7 @@ from ...protocol import PROTOCOL_VERSION, format_extensions
 from ...types import AgentInterface, Binding, StreamResponse
 from .base import CallOptions, ClientTLS, Operation, TransportSettings
 
-__all__ = ["GrpcTransport", "create_transport", "grpc_target"]
+__all__ = ["GrpcTransport", "create_transport", "grpc_target", "is_loopback_target"]
 
 T = TypeVar("T")
 
@@ -90,15 +90,10 @@ def _has_port(hostport: str) -> bool:
     return ":" in hostport
 
 
-def _is_loopback(target: str) -> bool:
-    host = target.rsplit(":", 1)[0] if _has_port(target) else target
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def is_loopback_target(target: str) -> bool:
+    """Whether a ``host[:port]`` target is this machine: where a target naming no scheme gets
+    an insecure channel."""
+    return is_loopback_host(target.rsplit(":", 1)[0] if _has_port(target) else target)
 
 
 class GrpcTransport:
@@ -123,7 +118,9 @@ class GrpcTransport:
         if credentials is not None:
             secure = True
         elif secure is None:
-            secure = scheme_secure if scheme_secure is not None else not _is_loopback(self.url)
+            secure = (
+                scheme_secure if scheme_secure is not None else not is_loopback_target(self.url)
+            )
         self.secure = secure
         self._credentials = credentials
         self._client_tls = client_tls

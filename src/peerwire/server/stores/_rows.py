@@ -41,6 +41,7 @@ __all__ = [
     "record_from_rows",
     "snapshot_body",
     "status_key",
+    "task_row",
     "to_ms",
 ]
 
@@ -118,6 +119,22 @@ def snapshot_body(record: TaskRecord) -> bytes:
 
 def status_key(record: TaskRecord) -> str:
     return sort_key(record.status.timestamp)
+
+
+def task_row(record: TaskRecord, tenant: str, owner: str) -> tuple[Any, ...]:
+    """A new task's ``tasks`` row, in ``INSERT_TASK``'s column order (the snapshot is the
+    task as created, at its version)."""
+    return (
+        record.id,
+        tenant,
+        owner,
+        record.context_id,
+        record.state.value,
+        status_key(record),
+        record.version,
+        snapshot_body(record),
+        record.version,
+    )
 
 
 def record_from_rows(

@@ -16,6 +16,8 @@ outbox)::
     push_configs(task_id, id, seq, body)          PK (task_id, id)
     push_outbox(id PK, task_id, config_id, seq, body, attempts, next_attempt_at, state,
                 last_error, created_at)           (schema version 2)
+    message_ids(tenant, owner, message_id, task_id, expires_at)
+                                                  PK (tenant, owner, message_id) (version 4)
     schema_version(version)
 
 ``snapshot`` is the ProtoJSON ``Task`` folded up to ``snapshot_version``; the task is that
@@ -34,10 +36,14 @@ from dataclasses import dataclass
 from ...protocol import TERMINAL, ListQuery
 
 __all__ = [
+    "CLAIM_MESSAGE_ID",
+    "CLAIM_MESSAGE_ID_OR_ORPHAN",
     "CLAIM_OUTBOX",
     "DELETE_EVENTS",
+    "DELETE_ORPHAN_MESSAGE_ID",
     "DELETE_PENDING_OUTBOX",
     "DELETE_PUSH_CONFIG",
+    "FORGET_MESSAGE_IDS",
     "GET_PUSH_CONFIG",
     "INSERT_EVENT",
     "INSERT_OUTBOX",
@@ -52,6 +58,7 @@ __all__ = [
     "SELECT_DUE_OUTBOX",
     "SELECT_EVENTS",
     "SELECT_EVENTS_AFTER",
+    "SELECT_MESSAGE_TASK",
     "SELECT_OUTBOX",
     "SELECT_OUTBOX_ROW",
     "SELECT_PUSH_CONFIG_IDS",
@@ -130,6 +137,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # entries, so another caller's task and a missing id take the same path, and neither
         # reads a row (docs/SECURITY.md).
         "CREATE INDEX tasks_by_scope ON tasks (tenant, owner, id)",
+    ),
+    (
+        # Idempotent sends (server.idempotency): the task each caller's first message made.
+        # The primary key is what makes concurrent duplicates (and replicas) agree on one task.
+        """CREATE TABLE message_ids (
+            tenant TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            expires_at {bigint} NOT NULL,
+            PRIMARY KEY (tenant, owner, message_id)
+        )""",
+        # The sweep removes the expired rows, oldest first, a bounded number at a time.
+        "CREATE INDEX message_ids_by_expiry ON message_ids (expires_at)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -232,11 +253,45 @@ MARK_OUTBOX_FAILED = (
     "UPDATE push_outbox SET state = 'failed', last_error = ? WHERE id = ? AND state = 'pending'"
 )
 SELECT_OUTBOX_ROW = f"SELECT {OUTBOX_COLUMNS} FROM push_outbox WHERE id = ?"
+# The backlog the metrics sample (the pending rows are those the claim index covers).
+OUTBOX_BACKLOG = "SELECT count(*), min(created_at) FROM push_outbox WHERE state = 'pending'"
 SELECT_OUTBOX = (
     f"SELECT {OUTBOX_COLUMNS} FROM push_outbox WHERE task_id = ? ORDER BY seq, config_id"
 )
 DELETE_PENDING_OUTBOX = (
     "DELETE FROM push_outbox WHERE task_id = ? AND config_id = ? AND state = 'pending'"
+)
+
+
+# Claim a message id for a new task (parameters: tenant, owner, message id, task id,
+# expires_at, now). A row that expired is taken over; a live one is left alone and the
+# statement changes nothing (zero rows).
+CLAIM_MESSAGE_ID = (
+    "INSERT INTO message_ids (tenant, owner, message_id, task_id, expires_at) "
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, owner, message_id) DO UPDATE SET "
+    "task_id = excluded.task_id, expires_at = excluded.expires_at "
+    "WHERE message_ids.expires_at <= ?"
+)
+# The same, also taking over a row whose task retention removed. Only where writes are
+# serialised (SQLite): under PostgreSQL's READ COMMITTED the subquery would not see the task
+# of a concurrent claim that just won, so that store checks the holder's task afterwards.
+CLAIM_MESSAGE_ID_OR_ORPHAN = (
+    CLAIM_MESSAGE_ID + " OR NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.id = message_ids.task_id)"
+)
+# Parameters: tenant, owner, message id.
+SELECT_MESSAGE_TASK = (
+    "SELECT task_id FROM message_ids WHERE tenant = ? AND owner = ? AND message_id = ?"
+)
+# A claim whose task is gone (parameters: tenant, owner, message id, its task id).
+DELETE_ORPHAN_MESSAGE_ID = (
+    "DELETE FROM message_ids WHERE tenant = ? AND owner = ? AND message_id = ? AND task_id = ? "
+    "AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.id = message_ids.task_id)"
+)
+# At most a bounded number of expired rows, oldest first (parameters: now, limit).
+FORGET_MESSAGE_IDS = (
+    "DELETE FROM message_ids WHERE (tenant, owner, message_id) IN ("
+    "SELECT tenant, owner, message_id FROM message_ids WHERE expires_at <= ? "
+    "ORDER BY expires_at LIMIT ?)"
 )
 
 

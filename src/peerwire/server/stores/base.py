@@ -34,6 +34,11 @@ __all__ = [
 
 OutboxState = Literal["pending", "delivered", "failed"]
 
+# What the default ``check_health`` loads: no task has this id (peerwire's ids are UUIDs),
+# and a load only reads, whatever it finds.
+_HEALTH_PROBE_ID = "peerwire-health-probe"
+_HEALTH_PROBE_TENANT = "\x00peerwire-health"
+
 
 @dataclass(frozen=True, slots=True)
 class StoredTaskInfo:
@@ -106,9 +111,52 @@ class TaskStore(abc.ABC):
     async def close(self) -> None:
         """Flush and release resources."""
 
+    async def check_health(self) -> None:
+        """Return if the store can serve now; raise (any exception, saying why) if not.
+
+        Readiness (``/readyz``, docs/OPERATIONS.md) calls it at most about once a second,
+        bounded by a timeout of its own, never on a request's path. It should cost one
+        cheap real round trip to what the store depends on: the SQLite store checks that
+        its file is still the database it opened and reads it, the PostgreSQL store runs
+        ``SELECT 1`` on a connection kept for it beside the pool (a probe must not wait
+        for a connection requests need). The default loads a task id no task has, which
+        any working store answers with ``None``.
+        """
+        await self.load(_HEALTH_PROBE_ID, tenant=_HEALTH_PROBE_TENANT)
+
     @abc.abstractmethod
     async def create(self, record: TaskRecord, *, tenant: str, owner: str) -> None:
         """Store a new task at ``record.version``. Raises ``VersionConflictError`` if it exists."""
+
+    @abc.abstractmethod
+    async def create_once(
+        self,
+        record: TaskRecord,
+        *,
+        tenant: str,
+        owner: str,
+        message_id: str,
+        now: float,
+        expires_at: float,
+    ) -> str:
+        """Store a new task for the first message ``message_id`` of ``(tenant, owner)``,
+        unless a task already holds that message id; return the id of the task that holds it.
+
+        That is ``record.id`` when this call created the task, or the id of the task an
+        earlier call created: then nothing is written. A holder whose claim expired (its
+        ``expires_at`` is at or before ``now``; times in seconds since the epoch) or whose
+        task is gone (retention removed it) no longer counts: this call takes its place.
+        Claiming the message id and creating the task are one atomic step, so of duplicates
+        sent at once (to this process or to another sharing the database) exactly one
+        creates a task and every other returns its id (server.idempotency, docs/STORAGE.md).
+        Raises ``VersionConflictError`` as ``create`` does when ``record.id`` exists.
+        """
+
+    @abc.abstractmethod
+    async def forget_message_ids(self, before: float, *, limit: int) -> int:
+        """Remove at most ``limit`` message-id claims that expired at or before ``before``
+        (seconds since the epoch), oldest first; return how many were removed. The tasks
+        they point to stay (their own retention applies)."""
 
     @abc.abstractmethod
     async def load(
@@ -122,6 +170,12 @@ class TaskStore(abc.ABC):
         that does not exist (docs/SECURITY.md): check visibility in the same read that looks
         the task up, not before it from a cache.
         """
+
+    async def load_many(self, tasks: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
+        """``load(task_id, tenant=tenant)`` (no owner check: internal use) of each
+        ``(task_id, tenant)``, in order: what a worker taking several jobs at once reads.
+        A store that can read them in one round trip overrides it (PostgreSQL does)."""
+        return [await self.load(task_id, tenant=tenant) for task_id, tenant in tasks]
 
     @abc.abstractmethod
     async def append(
@@ -255,6 +309,12 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     async def outbox(self, task_id: str) -> list[OutboxRow]:
         """Every outbox row of the task (any state), by ``seq`` then config (for inspection)."""
+
+    async def outbox_backlog(self) -> tuple[int, float | None] | None:
+        """The pending outbox rows: how many, and when (seconds since the epoch) the oldest
+        was written (``None``: there are none). The push deliverer samples it for the metrics
+        now and then; a store that cannot tell cheaply returns ``None`` (the default)."""
+        return None
 
 
 @runtime_checkable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -179,9 +180,20 @@ class MemoryTaskStore(TaskStore):
         self._push: dict[str, dict[str, TaskPushNotificationConfig]] = {}
         self._outbox: dict[str, OutboxRow] = {}
         # The ids of pending rows in the order they were written, "oldest first" (a dict as an
-        # ordered set): claiming never walks the delivered rows that pile up.
-        self._pending: dict[str, None] = {}
+        # ordered set, each with when it was written): claiming never walks the delivered rows
+        # that pile up, and the first is the oldest (``outbox_backlog``).
+        self._pending: dict[str, float] = {}
         self._outbox_listener: Callable[[], None] | None = None
+        # Message-id claims (``create_once``): claim key -> task id, in the order they were
+        # made. Nothing is allocated per claim beyond the dict's slot: the key is the
+        # message's own id string (for the anonymous caller of the default tenant), the value
+        # the task's id. A claim per request that left tuples and floats behind cost ~10% of
+        # a SendMessage (memory traffic, not instructions). Expiries are kept per batch,
+        # [expires_at, count], for runs of claims made within _CLAIM_BATCH_S of each other
+        # (one retention for all, so in order): a claim expires with the first of its batch,
+        # at most that much early.
+        self._message_ids: dict[str, str] = {}
+        self._claim_batches: deque[list[float]] = deque()
 
     async def open(self) -> None:
         return None
@@ -190,6 +202,9 @@ class MemoryTaskStore(TaskStore):
         return None
 
     async def create(self, record: TaskRecord, *, tenant: str, owner: str) -> None:
+        self._create(record, tenant, owner)
+
+    def _create(self, record: TaskRecord, tenant: str, owner: str) -> None:
         stored = self._tasks.get(record.id)
         if stored is not None:
             actual = (
@@ -201,6 +216,61 @@ class MemoryTaskStore(TaskStore):
         entry = self._tasks[record.id] = _Entry(record, tenant, owner)
         if record.terminal:
             self._finished(entry)
+
+    async def create_once(
+        self,
+        record: TaskRecord,
+        *,
+        tenant: str,
+        owner: str,
+        message_id: str,
+        now: float,
+        expires_at: float,
+    ) -> str:
+        # The check, the task and the claim are one step on the event loop, with no await
+        # between them, so no duplicate can come between them.
+        key = _claim_key(tenant, owner, message_id)
+        claims = self._message_ids
+        held = claims.get(key)
+        if held is not None and self._claim_batches[0][0] <= now:
+            # A repeat, and some claims have expired: is this one of them? Those go first
+            # (each claim is forgotten once: amortised, nothing per ordinary send).
+            self._forget_message_ids(now, len(claims))
+            held = claims.get(key)
+        if held is not None and held in self._tasks:
+            return held
+        self._create(record, tenant, owner)  # no await: nothing can come between
+        if held is not None:
+            # Its task is gone (retention): the claim names the new one, keeping its place
+            # (and so its batch's expiry, the earlier one).
+            claims[key] = record.id
+            return record.id
+        claims[key] = record.id
+        batches = self._claim_batches
+        if batches and expires_at - batches[-1][0] < _CLAIM_BATCH_S:
+            batches[-1][1] += 1
+        else:
+            batches.append([expires_at, 1])
+        return record.id
+
+    async def forget_message_ids(self, before: float, *, limit: int) -> int:
+        return self._forget_message_ids(before, limit)
+
+    def _forget_message_ids(self, before: float, limit: int) -> int:
+        """Drop up to ``limit`` of the oldest claims whose batch expires at ``before`` or
+        earlier; how many went."""
+        batches, claims = self._claim_batches, self._message_ids
+        forgotten = 0
+        while batches and batches[0][0] <= before and forgotten < limit:
+            batch = batches[0]
+            take = min(int(batch[1]), limit - forgotten)
+            for key in list(itertools.islice(claims, take)):
+                del claims[key]
+            forgotten += take
+            batch[1] -= take
+            if not batch[1]:
+                batches.popleft()
+        return forgotten
 
     async def load(
         self, task_id: str, *, tenant: str, owner: str | None = None
@@ -281,7 +351,7 @@ class MemoryTaskStore(TaskStore):
         if expected_version is not None and expected_version != record.version:
             raise VersionConflictError(task_id, expected=expected_version, actual=record.version)
         if len(events) > 1:
-            _check_all(record, events)
+            record.check_batch(events)  # a bad event leaves the stored record untouched
         base = record.version
         for event in events:
             record.apply(event)
@@ -316,7 +386,7 @@ class MemoryTaskStore(TaskStore):
             written = True
             for config_id in config_ids:
                 row_id = outbox_row_id(task_id, config_id, seq)
-                self._pending[row_id] = None
+                self._pending[row_id] = now
                 self._outbox[row_id] = OutboxRow(
                     id=row_id,
                     task_id=task_id,
@@ -455,24 +525,13 @@ class MemoryTaskStore(TaskStore):
             if settled.state != "pending":
                 del self._pending[row_id]
 
+    async def outbox_backlog(self) -> tuple[int, float | None] | None:
+        pending = self._pending
+        return len(pending), next(iter(pending.values()), None)
+
     async def outbox(self, task_id: str) -> list[OutboxRow]:
         rows = [row for row in self._outbox.values() if row.task_id == task_id]
         return sorted(rows, key=lambda row: (row.seq, row.config_id))
-
-
-def _check_all(record: TaskRecord, events: Sequence[Event]) -> None:
-    """Validate a batch on a scratch copy so a bad event leaves the stored record untouched."""
-    scratch = TaskRecord(
-        record.id,
-        record.context_id,
-        record.status,
-        history=list(record.history),
-        artifacts=list(record.artifacts),
-        metadata=record.metadata,
-        version=record.version,
-    )
-    for event in events:
-        scratch.apply(event)
 
 
 def _finished_before(stored: _Entry | bytes, status_key: str) -> bool:
@@ -481,3 +540,16 @@ def _finished_before(stored: _Entry | bytes, status_key: str) -> bool:
         record = stored.record
         return record.terminal and sort_key(record.status.timestamp) < status_key
     return _unpack_header(stored).status_key < status_key
+
+
+# Claims made within this many seconds of a batch's first share its expiry.
+_CLAIM_BATCH_S = 0.001
+
+
+def _claim_key(tenant: str, owner: str, message_id: str) -> str:
+    """The claim's key: the message id itself for the anonymous caller of the default
+    tenant when it holds no separator (no string built), else the three, length-prefixed so
+    no two triples share a key."""
+    if not tenant and not owner and "\x1f" not in message_id:
+        return message_id
+    return f"\x1f{len(tenant)}:{tenant}{len(owner)}:{owner}{message_id}"

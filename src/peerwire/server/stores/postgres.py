@@ -76,12 +76,12 @@ from ._rows import (
     encode_push_config,
     event_body,
     events_after_rows,
+    from_ms,
     outbox_row_id_sql,
     plan_append,
     push_prefix,
     record_from_rows,
-    snapshot_body,
-    status_key,
+    task_row,
     to_ms,
 )
 from .base import EventsAfter, OutboxRow, StoredTaskInfo, TaskStore
@@ -90,6 +90,8 @@ from .retention import retention_cutoff
 __all__ = ["PostgresTaskStore"]
 
 _SWEEP_INTERVAL_S = 600.0
+# How often ``create_once`` claims again a message id whose holder vanished meanwhile.
+_ATTEMPTS = 3
 
 # The task row and, unless the row is at the caller's cached version ($2), its snapshot and
 # the events after it: one statement, so one MVCC snapshot, so they always fit together.
@@ -106,6 +108,12 @@ SELECT tenant, owner, version, snapshot_version,
     ) END AS bodies
 FROM tasks t"""
 _LOAD = _LOAD_COLUMNS + " WHERE t.id = $1"
+# ``load_many``: _LOAD for many tasks in one statement, each with its own cached version
+# ($1: the ids, $2: the versions; -1 for none).
+_LOAD_MANY = (
+    _LOAD_COLUMNS.replace("SELECT ", "SELECT t.id, ", 1).replace("$2", "k.known")
+    + " JOIN unnest($1::text[], $2::bigint[]) AS k(id, known) ON t.id = k.id"
+)
 # ``events_after`` ($2: the version asked after) in one statement, so one MVCC snapshot: the
 # row's versions, its snapshot only when that is past $2, and the event rows above both. With
 # nothing newer than $2 (a subscriber's idle check) it reads the task row alone.
@@ -188,6 +196,20 @@ _GET_PUSH_CONFIG = _sql.numbered(_sql.GET_PUSH_CONFIG)
 _LIST_PUSH_CONFIGS = _sql.numbered(_sql.LIST_PUSH_CONFIGS)
 _DELETE_PUSH_CONFIG = _sql.numbered(_sql.DELETE_PUSH_CONFIG)
 _DELETE_TERMINAL_BEFORE = tuple(_sql.numbered(s) for s in _sql.delete_terminal_before())
+# ``create_once`` in one statement, so one transaction: the message id is claimed and, only if
+# the claim was taken, the task row inserted. A concurrent claim of the same key (another
+# replica) waits on the primary key until the first commits, then finds it live: no row.
+# Parameters: those of _sql.CLAIM_MESSAGE_ID, then those of _sql.INSERT_TASK.
+_CREATE_ONCE = _sql.numbered(
+    f"WITH claimed AS ({_sql.CLAIM_MESSAGE_ID} RETURNING task_id), "
+    "created AS (INSERT INTO tasks (id, tenant, owner, context_id, state, status_key, version, "
+    "snapshot, snapshot_version) SELECT ?, ?, ?, ?, ?, ?, ?::bigint, ?::bytea, ?::bigint "
+    "WHERE EXISTS (SELECT 1 FROM claimed) RETURNING 1) "
+    "SELECT count(*) FROM created"
+)
+_SELECT_MESSAGE_TASK = _sql.numbered(_sql.SELECT_MESSAGE_TASK)
+_DELETE_ORPHAN_MESSAGE_ID = _sql.numbered(_sql.DELETE_ORPHAN_MESSAGE_ID)
+_FORGET_MESSAGE_IDS = _sql.numbered(_sql.FORGET_MESSAGE_IDS)
 
 # What a database failure looks like from asyncpg: a server error, a driver error, a socket.
 _DB_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
@@ -203,6 +225,10 @@ class _Entry:
         self.tenant = tenant
         self.owner = owner
         self.snapshot_version = snapshot_version
+
+
+# How long readiness's ``SELECT 1`` may take (readiness bounds its wait on its own as well).
+_HEALTH_TIMEOUT_S = 5.0
 
 
 class PostgresTaskStore(TaskStore):
@@ -254,6 +280,9 @@ class PostgresTaskStore(TaskStore):
         self._outbox_listener: Callable[[], None] | None = None
         # Appends whose callers may have stopped waiting (``append``'s ``on_durable``).
         self._writes: set[asyncio.Future[int]] = set()
+        # ``check_health``'s connection of its own (not the pool's), and one check at a time.
+        self._health_connection: Any = None
+        self._health_lock = asyncio.Lock()
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> PostgresTaskStore:
@@ -296,6 +325,27 @@ class PostgresTaskStore(TaskStore):
         self._pool = pool
         await self._sweep_if_due()
 
+    async def check_health(self) -> None:
+        """``TaskStore.check_health``: ``SELECT 1`` on the store's health connection, one
+        of its own beside the pool, opened on the first check and again after a failure: a
+        probe never waits for (or takes) a connection the requests need, so a busy pool is
+        not an outage."""
+        if self._pool is None:
+            raise RuntimeError("the PostgreSQL task store is not open (call open() first)")
+        async with self._health_lock:
+            connection = self._health_connection
+            if connection is None or connection.is_closed():
+                connection = await asyncpg.connect(
+                    self.dsn, server_settings=self._settings(), timeout=_HEALTH_TIMEOUT_S
+                )
+                self._health_connection = connection
+            try:
+                await connection.fetchval("SELECT 1", timeout=_HEALTH_TIMEOUT_S)
+            except BaseException:
+                self._health_connection = None
+                connection.terminate()  # broken or cut short: the next check connects anew
+                raise
+
     async def upgrade(self) -> tuple[int, int]:
         """Apply the migrations the schema lacks; ``(version found, version now)``.
 
@@ -316,6 +366,9 @@ class PostgresTaskStore(TaskStore):
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
+        health, self._health_connection = self._health_connection, None
+        if health is not None:
+            health.terminate()  # only ever runs SELECT 1: nothing to finish
         self._cache.clear()
         if pool is not None:
             await _close_pool(pool)
@@ -329,17 +382,7 @@ class PostgresTaskStore(TaskStore):
 
     async def create(self, record: TaskRecord, *, tenant: str, owner: str) -> None:
         await self._sweep_if_due()
-        row = (
-            record.id,
-            tenant,
-            owner,
-            record.context_id,
-            record.state.value,
-            status_key(record),
-            record.version,
-            snapshot_body(record),
-            record.version,
-        )
+        row = task_row(record, tenant, owner)
         async with self._connection() as connection:
             inserted = await connection.execute(_INSERT_TASK, *row)
             if _row_count(inserted) == 0:
@@ -349,6 +392,50 @@ class PostgresTaskStore(TaskStore):
                 )
         self._remember(_Entry(record, tenant, owner, record.version))
 
+    async def create_once(
+        self,
+        record: TaskRecord,
+        *,
+        tenant: str,
+        owner: str,
+        message_id: str,
+        now: float,
+        expires_at: float,
+    ) -> str:
+        await self._sweep_if_due()
+        claim = (tenant, owner, message_id, record.id, to_ms(expires_at), to_ms(now))
+        row = task_row(record, tenant, owner)
+        for _ in range(_ATTEMPTS):
+            async with self._connection() as connection:
+                try:
+                    created = await connection.fetchval(_CREATE_ONCE, *claim, *row)
+                except asyncpg.UniqueViolationError:
+                    # The claim was ours but the task id is taken: the statement undid both.
+                    actual = await connection.fetchval(_SELECT_TASK_VERSION, record.id)
+                    raise VersionConflictError(
+                        record.id, expected=0, actual=None if actual is None else int(actual)
+                    ) from None
+                if created:
+                    self._remember(_Entry(record, tenant, owner, record.version))
+                    return record.id
+                holder = await connection.fetchval(_SELECT_MESSAGE_TASK, tenant, owner, message_id)
+                # A statement of its own: it sees the holder's task even if that committed
+                # after the claim statement began (READ COMMITTED).
+                if holder is not None and await connection.fetchval(_TASK_EXISTS, holder):
+                    return str(holder)
+                if holder is not None:
+                    # Retention removed its task: the claim goes, and this one is tried again.
+                    await connection.execute(
+                        _DELETE_ORPHAN_MESSAGE_ID, tenant, owner, message_id, holder
+                    )
+            # Its holder was swept or removed meanwhile: claim the message id afresh.
+        raise VersionConflictError(record.id, expected=0, actual=None)
+
+    async def forget_message_ids(self, before: float, *, limit: int) -> int:
+        async with self._connection() as connection:
+            status = await connection.execute(_FORGET_MESSAGE_IDS, to_ms(before), limit)
+        return _row_count(status)
+
     async def load(
         self, task_id: str, *, tenant: str, owner: str | None = None
     ) -> TaskRecord | None:
@@ -356,6 +443,28 @@ class PostgresTaskStore(TaskStore):
         async with self._connection() as connection:
             entry = await self._read(connection, task_id, cached, tenant, owner)
         return None if entry is None else entry.record
+
+    async def load_many(self, tasks: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
+        """``TaskStore.load_many`` in one statement (one round trip, one MVCC snapshot)."""
+        if len(tasks) == 1:
+            task_id, tenant = tasks[0]
+            return [await self.load(task_id, tenant=tenant)]
+        ids = [task_id for task_id, _ in tasks]
+        cached = {task_id: self._cache.get(task_id) for task_id in ids}
+        known = [-1 if entry is None else entry.record.version for entry in cached.values()]
+        async with self._connection() as connection:
+            rows = await connection.fetch(_LOAD_MANY, list(cached), known)
+        found = {row["id"]: row for row in rows}
+        records: list[TaskRecord | None] = []
+        for task_id, tenant in tasks:
+            row = found.get(task_id)
+            if row is None or row["tenant"] != tenant:
+                if row is None:
+                    self._cache.pop(task_id, None)
+                records.append(None)
+                continue
+            records.append(self._entry_of(row, cached[task_id]).record)
+        return records
 
     async def append(
         self,
@@ -522,9 +631,14 @@ class PostgresTaskStore(TaskStore):
                 return None
             if tenant is not None and row["tenant"] != tenant:
                 return None
+        return self._entry_of(row, cached)
+
+    def _entry_of(self, row: Any, cached: _Entry | None) -> _Entry:
+        """The entry a load's row stands for: ``cached`` when the row is at its version (no
+        snapshot came back), else one built from the row's snapshot and events."""
         if row["snapshot"] is None:
             assert cached is not None  # the row is at the cached version
-            self._touch(task_id, cached)
+            self._touch(cached.record.id, cached)
             return cached
         record = record_from_rows(
             row["snapshot"], row["snapshot_version"], zip(row["kinds"], row["bodies"], strict=True)
@@ -685,6 +799,12 @@ class PostgresTaskStore(TaskStore):
         async with self._connection() as connection:
             rows = await connection.fetch(_SELECT_OUTBOX, task_id)
         return [decode_outbox_row(row) for row in rows]
+
+    async def outbox_backlog(self) -> tuple[int, float | None] | None:
+        async with self._connection() as connection:
+            row = await connection.fetchrow(_sql.OUTBOX_BACKLOG)
+        count, oldest = (0, None) if row is None else (row[0], row[1])
+        return int(count), None if oldest is None else from_ms(oldest)
 
     # -- the cache --------------------------------------------------------------------------
 

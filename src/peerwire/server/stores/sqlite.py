@@ -57,12 +57,12 @@ from ._rows import (
     encode_push_config,
     event_body,
     events_after_rows,
+    from_ms,
     outbox_row_id,
     plan_append,
     push_body,
     record_from_rows,
-    snapshot_body,
-    status_key,
+    task_row,
     to_ms,
 )
 from ._sqlite_io import (
@@ -166,6 +166,9 @@ class SQLiteTaskStore(TaskStore):
         self._writer: GroupCommitWriter | None = None
         self._readers: ReaderPool | None = None
         self._outbox_listener: Callable[[], None] | None = None
+        # The opened file's (device, inode): ``check_health`` tells it from a file that has
+        # since taken its path (the connections would go on using the old one, unseen).
+        self._identity: tuple[int, int] | None = None
 
     # -- lifetime ---------------------------------------------------------------------------
 
@@ -187,10 +190,23 @@ class SQLiteTaskStore(TaskStore):
                 opened.close()
             raise
         *readers, checkpointing = others
+        self._identity = _file_identity(self.path)
         self._readers = ReaderPool(readers)
         self._writer = GroupCommitWriter(connection, Checkpointer(checkpointing))
         self._writer.start()
         self._sweep_if_due()
+
+    async def check_health(self) -> None:
+        """``TaskStore.check_health``: the path still holds the database this store opened
+        (not removed, replaced or overwritten: its connections would not notice), and one of
+        the store's own connections reads it."""
+        identity = self._identity
+
+        def probe(connection: sqlite3.Connection) -> None:
+            _check_file(self.path, identity)
+            connection.execute(_HEALTH_QUERY).fetchall()
+
+        await self._read(probe)
 
     def _prepare(self) -> sqlite3.Connection:
         connection = connect(self.path, synchronous=self.synchronous)
@@ -233,30 +249,57 @@ class SQLiteTaskStore(TaskStore):
         cached = self._cached(record.id)
         if cached is not None:
             raise VersionConflictError(record.id, expected=0, actual=cached.record.version)
-        row = (
-            record.id,
-            tenant,
-            owner,
-            record.context_id,
-            record.state.value,
-            status_key(record),
-            record.version,
-            snapshot_body(record),
-            record.version,
-        )
+        row = task_row(record, tenant, owner)
 
         def insert(connection: sqlite3.Connection) -> None:
-            if connection.execute(_sql.INSERT_TASK, row).rowcount == 0:
-                found = connection.execute(_sql.SELECT_TASK_VERSION, (record.id,)).fetchone()
-                raise VersionConflictError(
-                    record.id, expected=0, actual=None if found is None else int(found[0])
-                )
+            _insert_task(connection, row)
 
         def created(_: None, error: BaseException | None) -> None:
             if error is None:
                 self._file(_Entry(record, tenant, owner, record.version))
 
         await self._write(insert, created)
+
+    async def create_once(
+        self,
+        record: TaskRecord,
+        *,
+        tenant: str,
+        owner: str,
+        message_id: str,
+        now: float,
+        expires_at: float,
+    ) -> str:
+        """``TaskStore.create_once``: the claim and the task row go in one piece of work of
+        the writer, so in one transaction; the primary key of ``message_ids`` decides
+        between duplicates, those of other processes writing the file too."""
+        self._sweep_if_due()
+        cached = self._cached(record.id)
+        if cached is not None:
+            raise VersionConflictError(record.id, expected=0, actual=cached.record.version)
+        claim = (tenant, owner, message_id, record.id, to_ms(expires_at), to_ms(now))
+        row = task_row(record, tenant, owner)
+
+        def insert(connection: sqlite3.Connection) -> str:
+            if connection.execute(_sql.CLAIM_MESSAGE_ID_OR_ORPHAN, claim).rowcount == 0:
+                (holder,) = connection.execute(
+                    _sql.SELECT_MESSAGE_TASK, (tenant, owner, message_id)
+                ).fetchone()
+                return str(holder)
+            _insert_task(connection, row)
+            return record.id
+
+        def created(holder: str, error: BaseException | None) -> None:
+            if error is None and holder == record.id:
+                self._file(_Entry(record, tenant, owner, record.version))
+
+        return await self._write(insert, created)
+
+    async def forget_message_ids(self, before: float, *, limit: int) -> int:
+        parameters = (to_ms(before), limit)
+        return await self._write(
+            lambda connection: connection.execute(_sql.FORGET_MESSAGE_IDS, parameters).rowcount
+        )
 
     async def load(
         self, task_id: str, *, tenant: str, owner: str | None = None
@@ -512,6 +555,12 @@ class SQLiteTaskStore(TaskStore):
         )
         return [decode_outbox_row(row) for row in rows]
 
+    async def outbox_backlog(self) -> tuple[int, float | None] | None:
+        count, oldest = await self._read(
+            lambda connection: connection.execute(_sql.OUTBOX_BACKLOG).fetchone()
+        )
+        return int(count), None if oldest is None else from_ms(oldest)
+
     # -- the cache ----------------------------------------------------------------------------
 
     def _cached(self, task_id: str) -> _Entry | None:
@@ -601,6 +650,31 @@ class SQLiteTaskStore(TaskStore):
             raise _store_failure(exc) from exc
 
 
+# A cheap real read: the tasks table's first page.
+_HEALTH_QUERY = "SELECT 1 FROM tasks LIMIT 1"
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    """The (device, inode) of the database file; ``None`` for an in-memory or URI path."""
+    if path == ":memory:" or path.startswith("file:"):
+        return None
+    found = os.stat(path)
+    return (found.st_dev, found.st_ino)
+
+
+def _check_file(path: str, identity: tuple[int, int] | None) -> None:
+    """Raise ``OSError`` unless ``path`` is still the SQLite database of ``identity``."""
+    if identity is None:
+        return
+    found = os.stat(path)  # FileNotFoundError: the file, or its folder, is gone
+    if (found.st_dev, found.st_ino) != identity:
+        raise OSError(f"{path!r} is no longer the database this store opened (replaced)")
+    with open(path, "rb") as file:
+        if file.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
+            raise OSError(f"{path!r} is no longer a SQLite database (overwritten)")
+
+
 # The compare-and-swap of an append, by (rewrites the snapshot, changes the status).
 _UPDATE_TASK = {
     (snapshot, status): _sql.update_task(with_snapshot=snapshot, with_status=status)
@@ -664,6 +738,16 @@ def _queue_notifications(
             outbox.append((row_id, task_id, config_id, seq, pushed, now, now))
     connection.executemany(_sql.INSERT_OUTBOX, outbox)
     return len(outbox)
+
+
+def _insert_task(connection: sqlite3.Connection, row: tuple[Any, ...]) -> None:
+    """Insert a new task's row (``task_row``); ``VersionConflictError`` if its id is taken."""
+    if connection.execute(_sql.INSERT_TASK, row).rowcount == 0:
+        task_id = row[0]
+        found = connection.execute(_sql.SELECT_TASK_VERSION, (task_id,)).fetchone()
+        raise VersionConflictError(
+            task_id, expected=0, actual=None if found is None else int(found[0])
+        )
 
 
 def _read_task_rows(

@@ -1,0 +1,154 @@
+"""``peerwire delegations list|retry --store SPEC``: what the delegation ledger holds.
+
+The ledger is the one beside a server's tasks (the same ``--store`` spec as ``peerwire
+serve``: ``sqlite:PATH`` or ``postgresql://...``) or a ``Ledger``'s own file. ``list --dead``
+is the dead-letter list: compensations that failed every attempt; ``retry ID`` runs one of
+them once more from this process and records what came of it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated
+
+import typer
+
+from ..delegation import (
+    OPEN_STATUSES,
+    Connector,
+    Delegations,
+    EntryStatus,
+    LedgerEntry,
+    LedgerStore,
+    MemoryLedgerStore,
+    describe_entry,
+    open_ledger_store,
+)
+from ._app import app
+from ._exits import EXIT_ERROR
+from ._session import CommandError, run
+
+delegations_app = typer.Typer(
+    name="delegations",
+    help="List the delegation ledger (open calls, dead letters) and retry dead letters.",
+    no_args_is_help=True,
+)
+app.add_typer(delegations_app)
+
+StoreOption = Annotated[
+    str,
+    typer.Option(
+        help="The ledger: the server's store (sqlite:PATH, postgresql://...) or a Ledger's file.",
+        show_default=False,
+    ),
+]
+
+
+def _store(spec: str) -> LedgerStore:
+    try:
+        store = open_ledger_store(spec)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if isinstance(store, MemoryLedgerStore):
+        raise CommandError("a memory ledger lives in its process only: nothing to list here")
+    return store
+
+
+@delegations_app.command("list")
+def list_command(
+    store: StoreOption,
+    open_: Annotated[
+        bool, typer.Option("--open", help="Only delegations still open (intent or open).")
+    ] = False,
+    dead: Annotated[
+        bool, typer.Option("--dead", help="Only dead letters (compensations that gave up).")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """List the ledger's entries, by scope (the parent task, or the job) and order."""
+    if open_ and dead:
+        raise typer.BadParameter("--open and --dead exclude each other")
+    statuses = OPEN_STATUSES if open_ else {EntryStatus.DEAD} if dead else None
+
+    async def main() -> int:
+        ledger = _store(store)
+        await ledger.open()
+        try:
+            entries = await ledger.entries(statuses=statuses)
+        finally:
+            await ledger.close()
+        for entry in entries:
+            typer.echo(json.dumps(_as_json(entry)) if as_json else _line(entry))
+        if not entries and not as_json:
+            typer.echo("peerwire: no delegations" + (" open" if open_ else " dead" if dead else ""))
+        return 0
+
+    run(main)
+
+
+@delegations_app.command("retry")
+def retry_command(
+    entry_id: Annotated[str, typer.Argument(help="The entry's id (see `list --dead`).")],
+    store: StoreOption,
+) -> None:
+    """Run a dead (or failed) compensation once more and record its outcome."""
+
+    async def main() -> int:
+        ledger = _store(store)
+        await ledger.open()
+        connector = Connector()
+        try:
+            entry = await ledger.get(entry_id)
+            if entry is None:
+                raise CommandError(f"no ledger entry with id {entry_id!r}")
+            if entry.kind != "compensation":
+                raise CommandError(
+                    f"{entry_id} is a step, not a compensation: only compensations are retried"
+                )
+            scope = Delegations(ledger, connector, scope=entry.scope, tenant=entry.tenant)
+            outcome = await scope.retry_compensation(entry_id)
+            after = await ledger.get(entry_id)
+        finally:
+            await connector.aclose()
+            await ledger.close()
+        typer.echo(f"peerwire: {outcome.describe()}")
+        if after is not None:
+            typer.echo(_line(after))
+        return 0 if outcome.ok else EXIT_ERROR
+
+    run(main)
+
+
+def _line(entry: LedgerEntry) -> str:
+    seen = (
+        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(entry.observed_at))
+        if entry.observed_at
+        else "-"
+    )
+    return (
+        f"{entry.id}  {entry.scope}  {entry.key}  {entry.kind}  {entry.agent}  "
+        f"seen={seen}  {describe_entry(entry)}"
+    )
+
+
+def _as_json(entry: LedgerEntry) -> dict[str, object]:
+    return {
+        "id": entry.id,
+        "tenant": entry.tenant,
+        "scope": entry.scope,
+        "key": entry.key,
+        "kind": entry.kind,
+        "agent": entry.agent,
+        "status": entry.status.value,
+        "remoteTaskId": entry.remote_task_id,
+        "remoteState": entry.remote_state,
+        "observedAt": entry.observed_at,
+        "messageId": entry.message_id,
+        "contextId": entry.context_id,
+        "follow": entry.follow,
+        "reason": entry.reason,
+        "cause": entry.cause,
+        "compensates": entry.compensates,
+        "runs": entry.runs,
+    }

@@ -1,0 +1,167 @@
+"""``DelegationHub``: the delegations of a server's tasks, as the runner sees them.
+
+One ``Delegations`` per parent task (its scope is the task's id), made when the handler first
+delegates. When a task ends, the runner calls ``task_ended`` before recording the final
+state: the task's open delegations are canceled at their agents (all at once, bounded by
+``cancel_within``), and unless it completed, the compensations its steps registered become
+due and run in the background, newest first, retried with backoff; those that keep failing
+land in the dead-letter list. After a restart, ``recover`` finishes what a dead process left:
+open delegations of tasks that ended, compensations due or half run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from ..protocol import TERMINAL
+from ..types import TaskState
+from ._observe import Observer
+from .connector import Connect, Connector
+from .delegations import Delegations
+from .entries import EntryStatus
+from .store import LedgerStore
+
+__all__ = ["DelegationHub", "ParentState"]
+
+log = logging.getLogger("peerwire.delegation")
+
+ParentState = Callable[[str, str], Awaitable[TaskState | None]]
+"""The state of a parent task, from ``(tenant, task_id)`` (``None``: no such task)."""
+
+_UNFINISHED = (
+    EntryStatus.INTENT,
+    EntryStatus.OPEN,
+    EntryStatus.REGISTERED,
+    EntryStatus.DUE,
+)
+
+
+class DelegationHub:
+    """Delegations of a server's tasks over ``store`` (``create_app`` makes one beside the
+    task store: the same SQLite file or PostgreSQL schema)."""
+
+    def __init__(
+        self,
+        store: LedgerStore,
+        *,
+        connect: Connect | None = None,
+        cancel_within: float = 5.0,
+        unreachable_after: float = 60.0,
+        compensation_attempts: int = 5,
+        compensation_backoff: float = 0.5,
+        compensation_timeout: float = 30.0,
+        metrics: Any = None,
+    ) -> None:
+        """``metrics`` (a ``peerwire.ops.Metrics``) counts delegation events; the runner
+        gives its own when this has none."""
+        self.store = store
+        self.observer = Observer(metrics)
+        self.connector = Connector(connect)
+        self._options: dict[str, Any] = {
+            "cancel_within": cancel_within,
+            "unreachable_after": unreachable_after,
+            "compensation_attempts": compensation_attempts,
+            "compensation_backoff": compensation_backoff,
+            "compensation_timeout": compensation_timeout,
+        }
+        self._active: dict[str, Delegations] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def open(self) -> None:
+        await self.store.open()
+
+    async def close(self) -> None:
+        """Stop the compensations running in the background (their entries stay due, for the
+        next start's ``recover``), close the clients and the store."""
+        background, self._background = set(self._background), set()
+        for task in background:
+            task.cancel()
+        if background:
+            await asyncio.wait(background)
+        try:
+            await self.connector.aclose()
+        finally:
+            await self.store.close()
+
+    def for_task(self, task_id: str, tenant: str) -> Delegations:
+        """The delegations of a running task (made on first use)."""
+        scope = self._active.get(task_id)
+        if scope is None or scope.tenant != tenant:
+            scope = self._active[task_id] = self._scope(task_id, tenant)
+        return scope
+
+    def delegated(self, task_id: str) -> bool:
+        """Whether the task's handler used delegation in this process (a dict lookup: the
+        runner asks at every task's end)."""
+        return task_id in self._active
+
+    def _scope(self, task_id: str, tenant: str) -> Delegations:
+        return Delegations(
+            self.store,
+            self.connector,
+            scope=task_id,
+            tenant=tenant,
+            observer=self.observer,
+            **self._options,
+        )
+
+    async def task_ended(self, task_id: str, tenant: str, state: TaskState) -> None:
+        """The task is ending in ``state`` (terminal): cancel its open delegations, then
+        settle its compensations (discarded when it completed, else run in the background).
+        A task that did not delegate here (a replayed handler that has not delegated again)
+        is looked up in the ledger first: one query, and nothing more when it holds nothing
+        unfinished."""
+        scope = self._active.pop(task_id, None)
+        if scope is None or not scope._handles:
+            if not await self.store.entries(tenant=tenant, scope=task_id, statuses=_UNFINISHED):
+                return
+            scope = scope or self._scope(task_id, tenant)
+        await self._settle(scope, state)
+
+    async def _settle(self, scope: Delegations, state: TaskState) -> None:
+        name = state.name.lower()
+        await scope.cancel_open(f"the parent task {scope.scope} ended {name}")
+        if state is TaskState.COMPLETED:
+            await scope.discard_compensations("the parent task completed")
+            return
+        if await scope.mark_compensations_due(f"the parent task ended {name}"):
+            self._spawn(scope.compensate(f"the parent task ended {name}"), scope.scope)
+
+    def _spawn(self, work: Coroutine[Any, Any, object], scope: str) -> None:
+        async def run() -> None:
+            try:
+                await work
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a store outage: the entries stay due for the next start
+                log.exception("peerwire: compensations of task %s stopped", scope)
+
+        task = asyncio.get_running_loop().create_task(run(), name=f"compensate {scope}")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def recover(self, parent_state: ParentState) -> None:
+        """After a restart: for every task that has unfinished entries and has ended, cancel
+        what is still open and run what is still to undo. Tasks still running are left to
+        their handlers (``on_restart="resume"`` replays them)."""
+        entries = await self.store.entries(statuses=_UNFINISHED)
+        scopes = sorted({(entry.tenant, entry.scope) for entry in entries})
+        for tenant, task_id in scopes:
+            if task_id in self._active:
+                continue
+            try:
+                state = await parent_state(tenant, task_id)
+            except Exception:
+                log.exception("peerwire: delegations of task %s not recovered", task_id)
+                continue
+            # A scope that is no task here (a ``Ledger``'s job sharing the database, a task
+            # retention removed) is not this server's to settle.
+            if state is None or state not in TERMINAL:
+                continue
+            try:
+                await self._settle(self._scope(task_id, tenant), state)
+            except Exception:
+                log.exception("peerwire: delegations of task %s not recovered", task_id)

@@ -1,0 +1,51 @@
+"""``peerwire db upgrade`` migrates the ledger beside the tasks; ``peerwire delegations``
+refuses what it cannot do, saying why."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
+from pathlib import Path
+
+from peerwire.delegation import Ledger
+
+PEERWIRE = Path(sys.executable).with_name("peerwire")
+
+
+async def _cli(*arguments: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        PEERWIRE, *arguments, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    output, _ = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, output.decode()
+
+
+async def test_db_upgrade_creates_the_ledger_table(tmp_path: Path) -> None:
+    db = tmp_path / "tasks.db"
+    code, said = await _cli("db", "upgrade", "--store", f"sqlite:{db}")
+    assert code == 0, said
+    with sqlite3.connect(db) as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+        (version,) = connection.execute("SELECT version FROM delegation_schema_version").fetchone()
+    assert {"tasks", "delegations", "delegation_schema_version"} <= tables
+    assert version >= 1
+
+
+async def test_list_and_retry_refuse_what_they_cannot_do(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    code, said = await _cli("delegations", "list", "--store", "memory")
+    assert code != 0 and "memory ledger" in said
+    code, said = await _cli("delegations", "list", "--store", f"sqlite:{db}")
+    assert code == 0 and "no delegations" in said
+    async with Ledger(f"sqlite:{db}") as ledger:
+        step = await ledger.delegate("http://127.0.0.1:9", "x", key="k", start=False)
+    code, said = await _cli("delegations", "retry", step.entry.id, "--store", f"sqlite:{db}")
+    assert code != 0 and "only compensations are retried" in said
+    code, said = await _cli("delegations", "retry", "nope", "--store", f"sqlite:{db}")
+    assert code != 0 and "no ledger entry" in said
+    code, said = await _cli("delegations", "list", "--open", "--store", f"sqlite:{db}")
+    assert code == 0 and step.entry.id in said and "intent" in said
+    code, said = await _cli("delegations", "list", "--open", "--dead", "--store", f"sqlite:{db}")
+    assert code != 0
