@@ -18,7 +18,15 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from peerwire.httpd import DISCONNECT_EXTENSION, HTTPLimits, HTTPServer
+from peerwire.httpd import (
+    DISCONNECT_EXTENSION,
+    HTTPLimits,
+    HTTPServer,
+    answer_whole,
+    drained,
+    take_whole_body,
+    write_part,
+)
 
 # Generous liveness bounds, never performance thresholds.
 TIMEOUT_S = 5.0
@@ -68,10 +76,21 @@ class EchoApp:
     the body; ``/slow`` answers after ``slow_s`` seconds; ``/stream`` sends ``parts``
     chunks, one every ``part_s`` seconds, unless the client goes; ``/fail`` raises.
     ``ends`` records how each request ended: ``answered``, ``disconnect`` (receive() said
-    so) or ``gone`` (a stream heard the client leave).
+    so) or ``gone`` (a stream heard the client leave). ``direct``: the body, the answer and
+    the stream's parts go through the server's direct calls (``take_whole_body``,
+    ``answer_whole``, ``write_part``, what A2AApp uses) wherever they apply, ASGI messages
+    elsewhere.
     """
 
-    def __init__(self, *, slow_s: float = 0.3, parts: int = 5, part_s: float = 0.01) -> None:
+    def __init__(
+        self,
+        *,
+        slow_s: float = 0.3,
+        parts: int = 5,
+        part_s: float = 0.01,
+        direct: bool = False,
+    ) -> None:
+        self.direct = direct
         self.dispatcher = _Dispatcher()
         self.slow_s = slow_s
         self.parts = parts
@@ -94,7 +113,10 @@ class EchoApp:
             await self._stream(scope, send)
             return
         length = 0
-        if path != "/early":
+        whole = take_whole_body(receive) if self.direct and path != "/early" else None
+        if whole is not None:
+            length = len(whole)
+        elif path != "/early":
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
@@ -114,8 +136,12 @@ class EchoApp:
         }
         body = json.dumps(echo).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        paused = answer_whole(send, 200, headers, body) if self.direct else None
+        if paused is None:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+        elif paused:
+            await drained(send)
         self.ends.append("answered")
 
     async def _stream(self, scope: dict[str, Any], send: Any) -> None:
@@ -128,9 +154,12 @@ class EchoApp:
                 if gone.is_set():
                     self.ends.append("gone")
                     return
-                await send(
-                    {"type": "http.response.body", "body": b"part %d\n" % i, "more_body": True}
-                )
+                part = b"part %d\n" % i
+                paused = write_part(send, part) if self.direct else None
+                if paused is None:
+                    await send({"type": "http.response.body", "body": part, "more_body": True})
+                elif paused:
+                    await drained(send)
                 await asyncio.sleep(self.part_s)
             await send({"type": "http.response.body", "body": b""})
             self.ends.append("gone" if gone.is_set() else "answered")
@@ -317,6 +346,27 @@ class Client:
         sock = self.writer.get_extra_info("socket")
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.writer.transport.abort()
+
+    async def read_answers(self, count: int, timeout: float = TIMEOUT_S) -> list[Answer]:
+        """The next ``count`` final responses on a connection that stays open, within
+        ``timeout`` (no more may have come)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            answers, rest = parse(self.received, complete=False)
+            finals = [a for a in answers if a.status >= 200]
+            if len(finals) >= count:
+                assert len(finals) == count, f"more than {count} answers came"
+                self.received = rest
+                return finals
+            remaining = deadline - loop.time()
+            assert remaining > 0, f"{count} answers never came; got {self.received[:300]!r}"
+            try:
+                chunk = await asyncio.wait_for(self.reader.read(65536), remaining)
+            except TimeoutError:
+                continue
+            assert chunk, f"the server closed; got {self.received[:300]!r}"
+            self.received += chunk
 
     async def read_to_end(self, timeout: float = TIMEOUT_S, *, strict: bool = True) -> list[Answer]:
         """Every response until the server closes (which it must, within ``timeout``);

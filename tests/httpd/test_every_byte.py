@@ -127,15 +127,22 @@ def echoed(answers: list[Answer]) -> list[tuple[str, int]]:
     return [(a.echo["path"], a.echo["length"]) for a in answers if a.status == 200]
 
 
-async def test_whole_or_byte_by_byte_the_answers_are_the_same() -> None:
-    whole, _, _ = await run([DATA], "answers")
-    single, _, _ = await run([DATA[i : i + 1] for i in range(len(DATA))], "answers")
+DIRECT = pytest.mark.parametrize("direct", [False, True], ids=["asgi", "direct"])
+
+
+@DIRECT
+async def test_whole_or_byte_by_byte_the_answers_are_the_same(direct: bool) -> None:
+    whole, _, _ = await run([DATA], "answers", EchoApp(direct=direct))
+    single, _, _ = await run(
+        [DATA[i : i + 1] for i in range(len(DATA))], "answers", EchoApp(direct=direct)
+    )
     assert echoed(whole) == echoed(single) == EXPECTED
 
 
-async def test_cut_at_any_byte_then_fin() -> None:
+@DIRECT
+async def test_cut_at_any_byte_then_fin(direct: bool) -> None:
     for cut in range(len(DATA) + 1):
-        answers, _, _ = await run([DATA[:cut]], "fin")
+        answers, _, _ = await run([DATA[:cut]], "fin", EchoApp(direct=direct))
         complete = sum(1 for b in BOUNDARIES if b <= cut)
         assert echoed(answers) == EXPECTED[:complete], cut
         # A request cut short is refused (it says why), and nothing follows it.
@@ -143,9 +150,10 @@ async def test_cut_at_any_byte_then_fin() -> None:
         assert [a.status for a in answers] == [200] * complete + [400] * cut_short, cut
 
 
-async def test_cut_at_any_byte_then_reset() -> None:
+@DIRECT
+async def test_cut_at_any_byte_then_reset(direct: bool) -> None:
     for cut in range(len(DATA) + 1):
-        answers, app, _ = await run([DATA[:cut]], "rst")
+        answers, app, _ = await run([DATA[:cut]], "rst", EchoApp(direct=direct))
         assert all(a.status == 200 for a in answers), cut
         assert set(app.ends) <= {"answered", "disconnect"}
 

@@ -69,11 +69,12 @@ STAGES = {
 }
 
 
+@pytest.mark.parametrize("direct", [False, True], ids=["asgi", "direct"])
 @pytest.mark.parametrize("how", ["fin", "rst"])
 @pytest.mark.parametrize("stage", list(STAGES))
-async def test_closing_at_every_stage_ends_the_request(stage: str, how: str) -> None:
+async def test_closing_at_every_stage_ends_the_request(stage: str, how: str, direct: bool) -> None:
     data, app_started, fin_answers, fin_end, rst_end = STAGES[stage]
-    app = EchoApp(parts=30)
+    app = EchoApp(parts=30, direct=direct)
     async with serving(app) as (server, port):
         conn = await Client.connect(port)
         try:

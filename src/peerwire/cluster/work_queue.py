@@ -510,7 +510,7 @@ class RedisWorkQueue:
                     log.warning("peerwire: the control channel failed, reconnecting: %s", exc)
             finally:
                 with contextlib.suppress(RedisError, OSError):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]
             await asyncio.sleep(wait)
             wait = min(wait * 2, _RETRY_MAX_S)
 

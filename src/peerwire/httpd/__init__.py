@@ -5,7 +5,7 @@ It is not the agent-hosting core (``peerwire.server``) and imports nothing from 
 plain ASGI, so the same app also runs under uvicorn or any other ASGI server.
 """
 
-from ._connection import DISCONNECT_EXTENSION
+from ._connection import DISCONNECT_EXTENSION, answer_whole, drained, take_whole_body, write_part
 from .server import CannotListenError, HTTPLimits, HTTPServer, ServedApp
 from .tls import ServerTLS
 
@@ -16,4 +16,8 @@ __all__ = [
     "HTTPServer",
     "ServedApp",
     "ServerTLS",
+    "answer_whole",
+    "drained",
+    "take_whole_body",
+    "write_part",
 ]

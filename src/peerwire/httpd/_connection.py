@@ -77,6 +77,10 @@ __all__ = [
     "MAX_HEAD_BYTES",
     "ConnectionSet",
     "H1Connection",
+    "answer_whole",
+    "drained",
+    "take_whole_body",
+    "write_part",
 ]
 
 log = logging.getLogger("peerwire.server")
@@ -278,6 +282,40 @@ class _Request:
             self.waiter = self.connection.loop.create_future()
             await self.waiter
 
+    # -- direct calls for an app served here (see ``take_whole_body``, ``answer_whole``) ------
+
+    def take_whole_body(self) -> bytes | None:
+        """The body, when all of it is here and the app has read none of it (the usual
+        request: it came with its head): what ``receive()`` would give in one message, without
+        a message. ``None``: read it with ``receive()``."""
+        if not self.complete or self.body_done or self.disconnected or self.response_done:
+            return None
+        body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
+        self.body.clear()
+        self.buffered = 0
+        self.body_done = True
+        if self.connection._read_paused:
+            self.connection.body_consumed(self)
+        return body
+
+    def answer_whole(
+        self, status: int, headers: Iterable[tuple[bytes, bytes]], body: bytes
+    ) -> bool:
+        """A whole response at once: what ``http.response.start`` and one final
+        ``http.response.body`` would send, in one write. True: the app waits for ``drained``."""
+        if self.response_started:
+            raise RuntimeError("ASGI: http.response.start sent twice")
+        self.response_started = True
+        self.response_done = True
+        if self.disconnected:
+            return False  # the client is gone, or the server answered for the app
+        self.response_head = (status, headers)
+        connection = self.connection
+        connection.write(self._head(body, False))
+        if self.waiter is not None:
+            self.wake()  # a receive() waiting for more now learns the exchange is over
+        return connection.write_paused
+
     async def send(self, message: dict[str, Any]) -> None:
         kind = message["type"]
         if kind == "http.response.start":
@@ -291,15 +329,25 @@ class _Request:
             raise RuntimeError(f"ASGI: unexpected message {kind!r} on an HTTP connection")
         if not self.response_started or self.response_done:
             raise RuntimeError("ASGI: http.response.body outside a response")
-        body = message.get("body", b"")
-        more = message.get("more_body", False)
+        if self._write_body(message.get("body", b""), message.get("more_body", False)):
+            await self.connection.drained()
+
+    def write_part(self, body: bytes) -> bool:
+        """One more part of a response that began (``http.response.body`` with ``more_body``,
+        without a message). True: the app waits for ``drained`` before the next."""
+        if not self.response_started or self.response_done:
+            raise RuntimeError("ASGI: http.response.body outside a response")
+        return self._write_body(body, True)
+
+    def _write_body(self, body: bytes, more: bool) -> bool:
+        """Write a part of the response (the last unless ``more``); whether writing paused."""
         connection = self.connection
         if self.disconnected:
             # The client is gone (a stream hears of it from the disconnect watch), or the
             # server answered for the app (a body cut short): drop writes.
             if not more:
                 self.response_done = True
-            return
+            return False
         if self.response_head is not None:
             payload = self._head(body, more)
         elif self.silent:
@@ -316,8 +364,7 @@ class _Request:
             connection.write(payload)
         if not more and self.waiter is not None:
             self.wake()  # a receive() waiting for more now learns the exchange is over
-        if connection.write_paused:
-            await connection.drained()
+        return connection.write_paused
 
     def _head(self, body: bytes, more: bool) -> bytes:
         assert self.response_head is not None
@@ -358,6 +405,51 @@ class _Request:
         else:
             parts.append(body)
         return b"".join(parts)
+
+
+def take_whole_body(receive: Callable[[], Awaitable[Any]]) -> bytes | None:
+    """For an app served by this server: the request's whole body when it is all here and
+    unread (no ``http.request`` message, no await), given the ``receive`` the app was called
+    with. ``None``: use ``receive()`` (another server, a wrapped ``receive``, a body still
+    coming or partly read)."""
+    request = getattr(receive, "__self__", None)
+    if type(request) is not _Request:
+        return None
+    return request.take_whole_body()
+
+
+def answer_whole(
+    send: Callable[[Any], Awaitable[None]],
+    status: int,
+    headers: Iterable[tuple[bytes, bytes]],
+    body: bytes,
+) -> bool | None:
+    """For an app served by this server: send a whole response (a head and its complete body)
+    in one write, given the ``send`` the app was called with. ``None``: not sent, use the two
+    ASGI messages (another server, or a wrapped ``send``: an access log, a middleware); else
+    whether the app must ``await drained(send)`` before answering more (flow control)."""
+    request = getattr(send, "__self__", None)
+    if type(request) is not _Request:
+        return None
+    return request.answer_whole(status, headers, body)
+
+
+def write_part(send: Callable[[Any], Awaitable[None]], body: bytes) -> bool | None:
+    """For an app served by this server: one more part of a response that began, written at
+    once, given the ``send`` the app was called with. ``None``: not written, send the
+    ``http.response.body`` message (another server, a wrapped ``send``); else whether the app
+    must ``await drained(send)`` before the next part."""
+    request = getattr(send, "__self__", None)
+    if type(request) is not _Request:
+        return None
+    return request.write_part(body)
+
+
+async def drained(send: Callable[[Any], Awaitable[None]]) -> None:
+    """Wait until the connection of ``send`` (this server's) may be written to again."""
+    request = getattr(send, "__self__", None)
+    if type(request) is _Request:
+        await request.connection.drained()
 
 
 class H1Connection(asyncio.Protocol):

@@ -124,6 +124,25 @@ class TaskRecord:
             self.history.append(event)
         self.version += 1
 
+    def apply_all(self, events: Sequence[Event]) -> None:
+        """Apply ``events`` in order, all or none: a bad event raises before any is folded
+        in (``check_batch``), and then none is checked twice."""
+        if len(events) == 1:
+            self.apply(events[0])
+            return
+        self.check_batch(events)
+        history = self.history
+        for event in events:
+            if isinstance(event, TaskArtifactUpdateEvent):
+                self._apply_artifact(event)
+            elif isinstance(event, TaskStatusUpdateEvent):
+                self.status = event.status
+                if event.status.message is not None:
+                    history.append(event.status.message)
+            else:
+                history.append(event)
+        self.version += len(events)
+
     def check_batch(self, events: Sequence[Event]) -> None:
         """Raise what ``apply`` would raise for the first bad event of ``events`` applied in
         order, changing nothing: a store appending a batch checks it first, so a bad event

@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl
 
 from ..bindings.sse import KEEPALIVE
 from ..errors import A2AError, InternalError
-from ..httpd import DISCONNECT_EXTENSION
+from ..httpd import DISCONNECT_EXTENSION, answer_whole, drained, take_whole_body, write_part
 from ..ops.metrics import Level
 from ..ops.tracing import ServerCall
 from ..types import StreamResponse
@@ -110,6 +110,11 @@ def is_json(content_type: bytes | None) -> bool:
 async def read_body(receive: Receive, limit: int, declared: int | None) -> bytes:
     if declared is not None and declared > limit:
         raise BodyTooLarge
+    body = take_whole_body(receive)  # peerwire's server, the body all here: no message
+    if body is not None:
+        if len(body) > limit:
+            raise BodyTooLarge
+        return body
     message = await receive()
     if message["type"] != "http.request":
         raise BodyCutShort
@@ -142,8 +147,19 @@ async def respond(
     headers = [(b"content-type", content_type), (b"content-length", b"%d" % len(body))]
     if extra:
         headers.extend(extra)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await _send_whole(send, status, headers, body)
+
+
+async def _send_whole(
+    send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+) -> None:
+    # peerwire's server takes the whole answer in one call; any other, the two messages.
+    paused = answer_whole(send, status, headers, body)
+    if paused is None:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+    elif paused:
+        await drained(send)
 
 
 async def plain(
@@ -155,8 +171,7 @@ async def plain(
     ]
     if extra:
         headers.extend(extra)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": text})
+    await _send_whole(send, status, headers, text)
 
 
 async def send_event_stream(
@@ -245,9 +260,14 @@ async def _send_events(
                 await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
                 continue
             for item in batch:
-                # Still one message (one write) per event: the client sees each as it is sent.
+                # Still one write per event: the client sees each as it is sent (peerwire's
+                # server takes it in a call; any other, one ASGI message per event).
                 payload = event_frame(item)
-                await send({"type": "http.response.body", "body": payload, "more_body": True})
+                paused = write_part(send, payload)
+                if paused is None:
+                    await send({"type": "http.response.body", "body": payload, "more_body": True})
+                elif paused:
+                    await drained(send)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         stop_watching()

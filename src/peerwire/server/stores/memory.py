@@ -350,11 +350,9 @@ class MemoryTaskStore(TaskStore):
             record = _unpack(stored).record()
         if expected_version is not None and expected_version != record.version:
             raise VersionConflictError(task_id, expected=expected_version, actual=record.version)
-        if len(events) > 1:
-            record.check_batch(events)  # a bad event leaves the stored record untouched
         base = record.version
-        for event in events:
-            record.apply(event)
+        if events:
+            record.apply_all(events)  # a bad event leaves the stored record untouched
         if entry is not None and record.status.state in TERMINAL:
             self._finished(entry)
         configs = self._push.get(task_id)
