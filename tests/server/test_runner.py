@@ -500,3 +500,44 @@ async def test_a_skill_that_waits_shows_working_while_it_waits() -> None:
             rest = [await events.next(timeout=WAIT_S) for _ in range(2)]
     assert store.appends == [1, 2]  # WORKING while it waited, then the artifact with COMPLETED
     assert [item[0] for item in rest if item is not None] == [3, 4]
+
+
+async def test_a_skill_keeps_its_own_task_across_its_first_wait() -> None:
+    """The runner takes a skill's first step itself (to see whether it waits): the task is
+    the handler's own before and after that wait, so the skill's own timeout fires in it and
+    is the skill's to catch, and the task completes as usual."""
+    agent = Agent("a")
+    seen: list[object] = []
+
+    @agent.skill("timed")
+    async def timed(text: str) -> str:
+        before = asyncio.current_task()
+        try:
+            async with asyncio.timeout(0.05):
+                await asyncio.sleep(10)
+        except TimeoutError:
+            seen.append("timed out")
+        seen.append(before is asyncio.current_task())
+        return text
+
+    store, bus = CountingStore(), MemoryBus()
+    async with Runner(agent, store, bus) as runner:
+        record = new_record()
+        await store.create(record, tenant="", owner="")
+        with bus.subscribe(record.id) as events:
+            await runner.launch(
+                agent.route(record.history[0]),
+                task_id=record.id,
+                context_id=record.context_id,
+                message=record.history[0],
+                tenant="",
+                owner="",
+            )
+            states = []
+            while not states or states[-1] is not TaskState.COMPLETED:
+                item = await events.next(timeout=WAIT_S)
+                assert item is not None
+                if isinstance(item[1], TaskStatusUpdateEvent):
+                    states.append(item[1].status.state)
+    assert seen == ["timed out", True]
+    assert states == [TaskState.WORKING, TaskState.COMPLETED]

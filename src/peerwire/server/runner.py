@@ -20,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import types
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import Any, NoReturn, Protocol
 
 from .._ids import new_id
@@ -874,8 +875,8 @@ class Runner:
         """``ctx.start_work()`` before a skill function, written with the function's first
         event: a function that finishes without waiting on anything (the common quick skill)
         stores WORKING, its artifact and COMPLETED in one append, one commit and one publish.
-        Once the function first waits, WORKING is written on its own (``_flush_start``, in
-        the next turn of the loop), so a long-running handler's task shows WORKING at once."""
+        Once the function first waits, WORKING is written on its own (``_flush_start``, from
+        ``_flushing_at_first_wait``), so a long-running handler's task shows WORKING at once."""
         ctx = live.ctx
         live.deferred = TaskStatusUpdateEvent(
             task_id=ctx.task_id,
@@ -883,8 +884,6 @@ class Runner:
             status=TaskStatus(state=TaskState.WORKING, timestamp=now_timestamp()),
         )
         ctx.state = TaskState.WORKING
-        assert self._loop is not None
-        self._loop.call_soon(self._flush_start, live)
 
     def _flush_start(self, live: _Live) -> None:
         if live.deferred is None or live.flushing is not None or self._group is None:
@@ -1131,9 +1130,17 @@ class Runner:
             await skill.executor.execute(ctx)
             return _leftover(ctx)
         assert skill.function is not None
-        if ctx.state is not TaskState.WORKING:
+        handler = skill.function(*[_argument(kind, ctx) for kind in skill.arguments])
+        if ctx.state is TaskState.WORKING:
+            result = await handler
+        else:
             self._defer_start(live)  # ``ctx.start_work()``, written with what comes next
-        result = await skill.function(*[_argument(kind, ctx) for kind in skill.arguments])
+            if isinstance(handler, types.CoroutineType):
+                result = await _flushing_at_first_wait(handler, self._flush_start, live)
+            else:  # another awaitable: written in the next turn of the loop unless carried
+                assert self._loop is not None
+                self._loop.call_soon(self._flush_start, live)
+                result = await handler
         if result is None:
             return _leftover(ctx)
         if isinstance(result, Message):
@@ -1161,6 +1168,37 @@ class Runner:
         if live.cancel_reason is TaskState.FAILED:
             return (TaskState.FAILED, "the server shut down before the task finished")
         return None  # parked in ask at shutdown: the task keeps waiting for its caller
+
+
+@types.coroutine
+def _flushing_at_first_wait(
+    handler: Coroutine[Any, Any, Any], flush: Callable[[_Live], None], live: _Live
+) -> Generator[Any, Any, Any]:
+    """``await handler``, calling ``flush(live)`` once, when the handler first waits (a
+    handler that finishes without waiting, the usual quick skill, never does). The same task
+    runs it all, as a plain ``await`` would: ``current_task()``, timeouts and cancellation
+    are the handler's own; only the first step is taken here, the rest passed through."""
+    try:
+        waiting_on = handler.send(None)
+    except StopIteration as done:
+        return done.value
+    flush(live)
+    while True:
+        try:
+            sent = yield waiting_on
+        except GeneratorExit:
+            handler.close()
+            raise
+        except BaseException as exc:  # a cancel, or what the awaited future failed with
+            try:
+                waiting_on = handler.throw(exc)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                waiting_on = handler.send(sent)
+            except StopIteration as done:
+                return done.value
 
 
 async def _run_cancel_hook(live: _Live) -> None:
