@@ -43,6 +43,7 @@ from typing import Any, Literal, cast
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
+from .._coalesce import Coalescer
 from ..server._url_options import pop_url_option
 from ._redis import RedisHealth, RedisUnavailableError, connect, is_outage
 
@@ -182,6 +183,7 @@ class RedisWorkQueue:
         self._take: Any = None
         self._take_jobs: Any = None
         self._release: Any = None
+        self._enqueues: Coalescer[Job, None] = Coalescer(self._enqueue_batch)
         self._group_ready = False
         self._next_reclaim = 0.0  # when ``read`` next looks for jobs a dead consumer left
 
@@ -258,10 +260,14 @@ class RedisWorkQueue:
     # -- jobs -----------------------------------------------------------------------------
 
     async def enqueue(self, task_id: str, tenant: str, owner: str, kind: JobKind) -> None:
-        """Queue a job (retried while Redis is away; a duplicate job is harmless)."""
-        fields = {"task": task_id, "tenant": tenant, "owner": owner, "kind": kind}
-        client = self._redis()
-        await self._call(lambda: client.xadd(self.jobs_key, fields))  # type: ignore[arg-type]
+        """Queue a job (retried while Redis is away; a duplicate job is harmless). The jobs
+        queued in one turn of the loop go in one round trip (``_enqueue_batch``)."""
+        self._redis()  # not open: fail here, not in the batch
+        await self._enqueues.submit(Job(task_id, tenant, owner, kind))
+
+    async def _enqueue_batch(self, jobs: list[Job]) -> list[None]:
+        await self._add_jobs(jobs)
+        return [None] * len(jobs)
 
     async def read(self, count: int) -> list[Job]:
         """Up to ``count`` jobs: first those a dead consumer left pending, then new ones
@@ -382,19 +388,26 @@ class RedisWorkQueue:
 
     async def requeue(self, jobs: list[Job]) -> None:
         """Queue ``jobs`` again (their tasks were not taken after all), in one round trip."""
+        await self._add_jobs(jobs)
+
+    async def _add_jobs(self, jobs: list[Job]) -> None:
+        """XADD each of ``jobs``, in one round trip; retried whole while Redis is away (a job
+        queued twice runs once: its lease)."""
         if not jobs:
+            return
+        client, key = self._redis(), self.jobs_key
+        rows = [
+            {"task": job.task_id, "tenant": job.tenant, "owner": job.owner, "kind": job.kind}
+            for job in jobs
+        ]
+        if len(rows) == 1:
+            await self._call(lambda: client.xadd(key, rows[0]))  # type: ignore[arg-type]
             return
 
         async def run() -> list[Any]:
-            async with self._redis().pipeline(transaction=False) as pipe:
-                for job in jobs:
-                    fields = {
-                        "task": job.task_id,
-                        "tenant": job.tenant,
-                        "owner": job.owner,
-                        "kind": job.kind,
-                    }
-                    pipe.xadd(self.jobs_key, fields)  # type: ignore[arg-type]
+            async with client.pipeline(transaction=False) as pipe:
+                for fields in rows:
+                    pipe.xadd(key, fields)  # type: ignore[arg-type]
                 return await pipe.execute()
 
         await self._call(run)
@@ -510,7 +523,7 @@ class RedisWorkQueue:
                     log.warning("peerwire: the control channel failed, reconnecting: %s", exc)
             finally:
                 with contextlib.suppress(RedisError, OSError):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
             await asyncio.sleep(wait)
             wait = min(wait * 2, _RETRY_MAX_S)
 
