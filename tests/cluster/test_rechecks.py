@@ -20,7 +20,7 @@ import anyio
 import httpx
 import pytest
 from server._agents import ask_for
-from server._rpc import TIMEOUT_S, Rpc, state_of
+from server._rpc import TIMEOUT_S, Rpc, state_of, user_message
 
 from peerwire import Agent, TaskContext
 from peerwire.cluster import RedisBus, RedisWorkQueue
@@ -209,3 +209,23 @@ async def test_a_handler_whose_lease_another_worker_took_stops_silently(tmp_path
         # Nothing recorded: the task is the other worker's to finish.
         assert state_of(await n.rpc.get(task_id)) == "TASK_STATE_WORKING"
         assert n.seen.canceled == {}
+
+
+async def test_a_new_task_starts_from_its_job_without_a_store_read(tmp_path: Path) -> None:
+    """The job of a new task carries it as created: the worker starts it without reading
+    the store; its later work (the answer, on the record) goes on as ever."""
+    async with node(tmp_path) as n:
+        read: list[str] = []
+        load_many = n.store.load_many
+
+        async def counted(tasks: Any) -> Any:
+            read.extend(task_id for task_id, _ in tasks)
+            return await load_many(tasks)
+
+        n.store.load_many = counted  # type: ignore[method-assign]
+        task = await n.rpc.send(ask_for("chat"))
+        assert state_of(task) == "TASK_STATE_INPUT_REQUIRED"
+        assert read == []
+        answered = await n.rpc.send(user_message("Grace", taskId=task["id"]))
+        assert state_of(answered) == "TASK_STATE_COMPLETED"
+        assert n.seen.answers[task["id"]] == ["Grace"]

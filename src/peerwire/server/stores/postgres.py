@@ -537,6 +537,11 @@ class PostgresTaskStore(TaskStore):
             entry = await self._read(connection, task_id, cached, tenant, owner)
         return None if entry is None else entry.record
 
+    def remember_created(self, record: TaskRecord, *, tenant: str, owner: str) -> None:
+        """``TaskStore.remember_created``: cached as if just read (the append's swap checks
+        the row is still at its version; when it is not, the locked path reads it)."""
+        self._remember(_Entry(record, tenant, owner, record.version))
+
     async def load_many(self, tasks: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
         """``TaskStore.load_many`` in one statement (one round trip, one MVCC snapshot)."""
         if len(tasks) == 1:
