@@ -24,6 +24,7 @@ from server._rpc import TIMEOUT_S, Rpc, state_of, user_message
 
 from peerwire import Agent, TaskContext
 from peerwire.cluster import RedisBus, RedisWorkQueue
+from peerwire.protocol import TaskRecord
 from peerwire.server.stores import MemoryTaskStore
 from peerwire.testing import live_server
 from peerwire.types import (
@@ -229,3 +230,26 @@ async def test_a_new_task_starts_from_its_job_without_a_store_read(tmp_path: Pat
         answered = await n.rpc.send(user_message("Grace", taskId=task["id"]))
         assert state_of(answered) == "TASK_STATE_COMPLETED"
         assert n.seen.answers[task["id"]] == ["Grace"]
+
+
+async def test_a_job_carrying_an_unreadable_task_is_run_from_the_store(tmp_path: Path) -> None:
+    async with node(tmp_path) as n:
+        first = Message(
+            message_id="m-first",
+            role=Role.USER,
+            parts=[Part(text="")],
+            metadata={"skill": "chat"},
+            task_id="t-carried-badly",
+            context_id="c-1",
+        )
+        record = TaskRecord(
+            "t-carried-badly",
+            "c-1",
+            TaskStatus(state=TaskState.SUBMITTED, timestamp=now_timestamp()),
+            history=[first],
+            version=1,
+        )
+        await n.store.create(record, tenant="", owner="")
+        await n.queue.enqueue(record.id, "", "", "start", task=b"{not a task")
+        await until_state(n, record.id, "TASK_STATE_INPUT_REQUIRED")
+        assert n.seen.asked[record.id] == 1

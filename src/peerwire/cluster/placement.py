@@ -338,7 +338,8 @@ class Placement:
             return
         # Fresh: the task is as its job carries it (see ``RedisWorkQueue.take_jobs``).
         known = {job.task_id: _created(job) for job in leased if taken[job.task_id] == FRESH}
-        unknown = [job for job in leased if known.get(job.task_id) is None]
+        carried = {task_id for task_id, record in known.items() if record is not None}
+        unknown = [job for job in leased if job.task_id not in carried]
         try:
             # Read after the leases are ours: what each task is now, not before a cancel.
             if unknown:
@@ -355,7 +356,7 @@ class Placement:
         for job in leased:
             record = known[job.task_id]
             try:
-                if taken[job.task_id] == FRESH and record is not None:
+                if record is not None and job.task_id in carried:
                     # What the store holds (cached for the handler's first append, whose
                     # compare-and-swap checks it): no read.
                     runner.store.remember_created(record, tenant=job.tenant, owner=job.owner)
