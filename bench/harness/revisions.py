@@ -44,7 +44,9 @@ class Revision:
     def venv(self) -> venvs.VenvSpec:
         check = (
             "import pathlib, peerwire, uvloop, httptools; "
-            f"assert pathlib.Path(peerwire.__file__).is_relative_to({str(self.tree / 'src')!r})"
+            # Resolved: .bench-cache may be a symlink shared by several checkouts.
+            "assert pathlib.Path(peerwire.__file__).resolve().is_relative_to("
+            f"pathlib.Path({str(self.tree / 'src')!r}).resolve())"
         )
         what = f"peerwire at {self.commit[:12]}"
         return venvs.VenvSpec(self.home / "venv", ("-e", f"{self.tree}[all]"), check, what)

@@ -20,10 +20,11 @@ import anyio
 import httpx
 import pytest
 from server._agents import ask_for
-from server._rpc import TIMEOUT_S, Rpc, state_of
+from server._rpc import TIMEOUT_S, Rpc, state_of, user_message
 
 from peerwire import Agent, TaskContext
 from peerwire.cluster import RedisBus, RedisWorkQueue
+from peerwire.protocol import TaskRecord
 from peerwire.server.stores import MemoryTaskStore
 from peerwire.testing import live_server
 from peerwire.types import (
@@ -209,3 +210,46 @@ async def test_a_handler_whose_lease_another_worker_took_stops_silently(tmp_path
         # Nothing recorded: the task is the other worker's to finish.
         assert state_of(await n.rpc.get(task_id)) == "TASK_STATE_WORKING"
         assert n.seen.canceled == {}
+
+
+async def test_a_new_task_starts_from_its_job_without_a_store_read(tmp_path: Path) -> None:
+    """The job of a new task carries it as created: the worker starts it without reading
+    the store; its later work (the answer, on the record) goes on as ever."""
+    async with node(tmp_path) as n:
+        read: list[str] = []
+        load_many = n.store.load_many
+
+        async def counted(tasks: Any) -> Any:
+            read.extend(task_id for task_id, _ in tasks)
+            return await load_many(tasks)
+
+        n.store.load_many = counted  # type: ignore[method-assign]
+        task = await n.rpc.send(ask_for("chat"))
+        assert state_of(task) == "TASK_STATE_INPUT_REQUIRED"
+        assert read == []
+        answered = await n.rpc.send(user_message("Grace", taskId=task["id"]))
+        assert state_of(answered) == "TASK_STATE_COMPLETED"
+        assert n.seen.answers[task["id"]] == ["Grace"]
+
+
+async def test_a_job_carrying_an_unreadable_task_is_run_from_the_store(tmp_path: Path) -> None:
+    async with node(tmp_path) as n:
+        first = Message(
+            message_id="m-first",
+            role=Role.USER,
+            parts=[Part(text="")],
+            metadata={"skill": "chat"},
+            task_id="t-carried-badly",
+            context_id="c-1",
+        )
+        record = TaskRecord(
+            "t-carried-badly",
+            "c-1",
+            TaskStatus(state=TaskState.SUBMITTED, timestamp=now_timestamp()),
+            history=[first],
+            version=1,
+        )
+        await n.store.create(record, tenant="", owner="")
+        await n.queue.enqueue(record.id, "", "", "start", task=b"{not a task")
+        await until_state(n, record.id, "TASK_STATE_INPUT_REQUIRED")
+        assert n.seen.asked[record.id] == 1

@@ -47,10 +47,11 @@ from ..errors import (
     StreamEndedError,
     TaskNotFoundError,
 )
-from ..protocol import TERMINAL
+from ..protocol import TERMINAL, TaskRecord
 from ..types import (
     Message,
     Role,
+    Task,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
@@ -59,10 +60,9 @@ from ..types import (
     now_timestamp,
 )
 from ._redis import is_outage
-from .work_queue import ControlMessage, Job, RedisLife, RedisWorkQueue
+from .work_queue import CANCELED, FRESH, ControlMessage, Job, RedisLife, RedisWorkQueue
 
 if TYPE_CHECKING:
-    from ..protocol import TaskRecord
     from ..server.runner import Runner, _Live
 
 __all__ = ["WORKER_STOPPED", "Placement"]
@@ -167,10 +167,15 @@ class Placement:
 
     # -- accepting work -----------------------------------------------------------------------
 
-    async def start_elsewhere(self, task_id: str, tenant: str, owner: str) -> None:
+    async def start_elsewhere(
+        self, task_id: str, tenant: str, owner: str, created: TaskRecord | None = None
+    ) -> None:
         """Queue a new task's job (retried while Redis is away, then ``OSError``: the task is
-        in the store, SUBMITTED, and the sweeper queues it again once Redis answers)."""
-        await self.queue.enqueue(task_id, tenant, owner, "start")
+        in the store, SUBMITTED, and the sweeper queues it again once Redis answers). With
+        ``created`` (the task as stored), the job carries it: the worker that takes it
+        first, soon, unchanged, starts it without reading the store (``_take_all``)."""
+        task = b"" if created is None else encode(created.snapshot())
+        await self.queue.enqueue(task_id, tenant, owner, "start", task=task)
 
     async def continue_elsewhere(
         self,
@@ -207,7 +212,8 @@ class Placement:
         except InternalError as exc:  # stored, not published: subscribers read the store
             log.warning("peerwire: task %s: follow-up recorded, not published: %s", task_id, exc)
         try:
-            if await self.queue.lease_holder(task_id) is not None:
+            # Marked first: a worker taking the task from now on reads it from the store.
+            if await self.queue.changed_then_holder(task_id) is not None:
                 # If the holder stops before acting on it, the task is WORKING and unheld:
                 # the sweeper resumes it, follow-up included.
                 await self.queue.send_control(ControlMessage("deliver", task_id, encode(follow_up)))
@@ -322,7 +328,7 @@ class Placement:
             if job.task_id not in runner._live and job.task_id not in self._holding:
                 wanted.setdefault(job.task_id, job)
         # Held elsewhere: left out (a duplicate too). Canceled: marked while it changed hands.
-        taken = await self.queue.take_jobs(jobs, list(wanted))
+        taken = await self.queue.take_jobs(jobs, list(wanted.values()))
         leased = [job for task_id, job in wanted.items() if task_id in taken]
         metrics = runner.metrics
         if metrics is not None:
@@ -330,18 +336,31 @@ class Placement:
             metrics.reclaimed.inc(sum(1 for job in leased if job.reclaimed))
         if not leased:
             return
+        # Fresh: the task is as its job carries it (see ``RedisWorkQueue.take_jobs``).
+        known = {job.task_id: _created(job) for job in leased if taken[job.task_id] == FRESH}
+        carried = {task_id for task_id, record in known.items() if record is not None}
+        unknown = [job for job in leased if job.task_id not in carried]
         try:
             # Read after the leases are ours: what each task is now, not before a cancel.
-            records = await runner.store.load_many([(job.task_id, job.tenant) for job in leased])
+            if unknown:
+                read = await runner.store.load_many([(job.task_id, job.tenant) for job in unknown])
+                known.update(
+                    (job.task_id, record) for job, record in zip(unknown, read, strict=True)
+                )
         except BaseException:
             # Acknowledged but not taken: back to the queue (the sweeper would find them too).
             with contextlib.suppress(*_REDIS_AWAY):
                 await self.queue.release_leases([job.task_id for job in leased])
                 await self.queue.requeue(leased)
             raise
-        for job, record in zip(leased, records, strict=True):
+        for job in leased:
+            record = known[job.task_id]
             try:
-                await self._take(job, record, canceled=taken[job.task_id])
+                if record is not None and job.task_id in carried:
+                    # What the store holds (cached for the handler's first append, whose
+                    # compare-and-swap checks it): no read.
+                    runner.store.remember_created(record, tenant=job.tenant, owner=job.owner)
+                await self._take(job, record, canceled=taken[job.task_id] == CANCELED)
             except Exception:  # one bad job must not stop this worker
                 log.exception("peerwire: job for task %s failed", job.task_id)
 
@@ -583,6 +602,19 @@ class Placement:
                     action = "skipped"
             if runner.metrics is not None:
                 runner.metrics.swept(action)
+
+
+def _created(job: Job) -> TaskRecord | None:
+    """The task as created, from the job carrying it (version 1, SUBMITTED); ``None`` if
+    what it carries is not that (then the store is read)."""
+    try:
+        record = TaskRecord.from_task(decode(job.task, Task), 1)
+    except Exception:  # not ours to trust: the store says what the task is
+        log.warning("peerwire: job for task %s carries an unreadable task", job.task_id)
+        return None
+    if record.id != job.task_id or record.state is not TaskState.SUBMITTED:
+        return None
+    return record
 
 
 def _unmet(record: TaskRecord, latest: Message) -> list[Message]:

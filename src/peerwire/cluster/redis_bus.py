@@ -51,9 +51,10 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 from redis.typing import KeyT, StreamIdT
 
+from .._coalesce import Coalescer
 from ..errors import InternalError
 from ..protocol import TERMINAL
 from ..server._url_options import pop_url_option
@@ -196,6 +197,10 @@ class RedisBus:
         self._client: Redis | None = None
         self._reader: Redis | None = None
         self._publish: Any = None  # redis-py's AsyncScript, typed loosely by redis-py
+        # The publishes of one turn of the loop (several tasks' appends) in one round trip.
+        self._publishes: Coalescer[tuple[str, list[int | bytes]], None] = Coalescer(
+            self._publish_batch
+        )
         self._tasks: list[asyncio.Task[None]] = []
         self._followed: dict[str, _Followed] = {}
         self._wake_key = ""
@@ -345,16 +350,47 @@ class RedisBus:
         for version, event in enumerate(events, first_version):
             args += (version, encode(_wrap(event)))
         version = first_version + len(events) - 1
-        script, keys = self._publish, [self.stream_key(task_id)]
         try:
-            # Retrying is safe: the script recognises a version it already appended.
-            await self.health.call(
-                lambda: script(keys=keys, args=args), within=self.publish_retry_for
-            )
+            await self._publishes.submit((self.stream_key(task_id), args))
         except (RedisError, OSError) as exc:
             raise InternalError(
                 f"The event bus could not publish version {version} of task {task_id}: {exc}"
             ) from exc
+
+    async def _publish_batch(self, batch: list[tuple[str, list[int | bytes]]]) -> list[None]:
+        """The publishes of one turn of the loop (``_publishes``), in one round trip: a
+        pipeline of the script's calls. Retrying is safe: the script recognises a version it
+        already appended."""
+        client, script = self._client, self._publish
+        if client is None or script is None:
+            raise RuntimeError("the RedisBus is not open (call open() first)")
+        if len(batch) == 1:
+            ((key, args),) = batch
+            await self.health.call(
+                lambda: script(keys=[key], args=args), within=self.publish_retry_for
+            )
+            return [None]
+
+        async def send() -> list[Any]:
+            # EVALSHA itself: redis-py's pipelined script calls ask SCRIPT EXISTS first, a
+            # round trip more.
+            async with client.pipeline(transaction=False) as pipe:
+                for key, args in batch:
+                    pipe.evalsha(script.sha, 1, key, *args)
+                return await pipe.execute(raise_on_error=False)
+
+        async def run() -> None:
+            replies = await send()
+            if any(isinstance(reply, NoScriptError) for reply in replies):
+                # Redis restarted and lost its scripts: load it, then publish them again.
+                await client.script_load(_PUBLISH)
+                replies = await send()
+            failed = [reply for reply in replies if isinstance(reply, Exception)]
+            if failed:
+                raise failed[0]
+
+        await self.health.call(run, within=self.publish_retry_for)
+        return [None] * len(batch)
 
     # -- subscriptions ----------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import secrets
@@ -43,6 +44,7 @@ from typing import Any, Literal, cast
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
+from .._coalesce import Coalescer
 from ..server._url_options import pop_url_option
 from ._redis import RedisHealth, RedisUnavailableError, connect, is_outage
 
@@ -66,6 +68,10 @@ class Job:
     """The stream entry (set on jobs read from the queue; ``ack`` takes it)."""
     reclaimed: bool = False
     """Read before by a consumer that stopped without acknowledging it."""
+    task: bytes = b""
+    """A ``start`` job's task as created (its ProtoJSON ``Task``), queued with it: a worker
+    that is first to take the task, soon enough and before anything else changed it, starts
+    it from this instead of reading the store (``take_jobs``: ``FRESH``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,25 +93,50 @@ end
 return 0
 """
 
-# The jobs of one read, taken together. KEYS[1]: the jobs stream, then the lease and the
-# cancel mark of each task to take. ARGV: worker id, ttl ms, the consumer group, then the entry
-# ids to acknowledge (every job read). Per task: 0 another worker holds it, 1 ours now, 2 ours
-# and marked to be canceled. The lease is taken before the mark is looked at, in one step: a
-# cancel marks before it looks for a holder, so either it finds us or we find its mark.
+# The jobs of one read, taken together. KEYS[1]: the jobs stream, then per task to take its
+# lease, cancel mark, changed mark and started mark. ARGV: worker id, lease ttl ms, the consumer
+# group, the most a fresh job's age may be (ms), the marks' ttl (ms), then per task the time
+# (ms, Redis's clock) its job was queued if it carries the task as created, else 0; then the
+# entry ids to acknowledge (every job read). Per task: 0 another worker holds it, 1 ours now,
+# 2 ours and marked to be canceled, 3 ours and fresh: no worker ever took it (the started
+# mark, set here by every first taker, was not there), nothing marked it as changed and its
+# job is young, so the task is as its job carries it. The lease is taken before the marks are
+# looked at, in one step: a cancel (or a follow-up) marks before it looks for a holder, so
+# either it finds us or we find its mark.
 _TAKE_JOBS = """
+local tasks = (#KEYS - 1) / 4
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local taken = {}
-for i = 2, #KEYS, 2 do
-  local holder = redis.call('GET', KEYS[i])
+for n = 1, tasks do
+  local k = 2 + (n - 1) * 4
+  local holder = redis.call('GET', KEYS[k])
   local status = 0
   if holder == false or holder == ARGV[1] then
-    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-    status = 1 + redis.call('EXISTS', KEYS[i + 1])
+    redis.call('SET', KEYS[k], ARGV[1], 'PX', ARGV[2])
+    if redis.call('EXISTS', KEYS[k + 1]) == 1 then
+      status = 2
+    else
+      status = 1
+      local first = false
+      if holder == false then
+        first = redis.call('SET', KEYS[k + 3], 1, 'NX', 'PX', ARGV[5])
+      end
+      local queued = tonumber(ARGV[5 + n])
+      if first and queued > 0 and now - queued <= tonumber(ARGV[4])
+          and redis.call('EXISTS', KEYS[k + 2]) == 0 then
+        status = 3
+      end
+    end
   end
   taken[#taken + 1] = status
 end
-if #ARGV > 3 then redis.call('XACK', KEYS[1], ARGV[3], unpack(ARGV, 4)) end
+if #ARGV > 5 + tasks then redis.call('XACK', KEYS[1], ARGV[3], unpack(ARGV, 6 + tasks)) end
 return taken
 """
+
+OURS, CANCELED, FRESH = 1, 2, 3
+"""What ``take_jobs`` says of a task whose lease is ours now (see ``_TAKE_JOBS``)."""
 
 # KEYS[1]: the lease. ARGV: worker id. Only the holder lets go.
 _RELEASE = """
@@ -174,6 +205,10 @@ class RedisWorkQueue:
         self.retry_for = retry_for
         # A cancel mark outlives the cancel's wait for the holder and a resume elsewhere.
         self.cancel_mark_ttl = max(60.0, 4 * lease_ttl)
+        # How young a job must be for a worker to start its task from what the job carries
+        # (``FRESH``): far less than the sweeper needs to act on a task (two sweeps) and than
+        # the marks live, so neither a sweep nor an expired mark can come between.
+        self.fresh_for = min(lease_ttl, sweep_every) / 3
         self.health = RedisHealth(f"the work queue on {prefix!r}")
         self.jobs_key = f"{prefix}:jobs"
         self.control_channel = f"{prefix}:control"
@@ -182,6 +217,7 @@ class RedisWorkQueue:
         self._take: Any = None
         self._take_jobs: Any = None
         self._release: Any = None
+        self._enqueues: Coalescer[Job, None] = Coalescer(self._enqueue_batch)
         self._group_ready = False
         self._next_reclaim = 0.0  # when ``read`` next looks for jobs a dead consumer left
 
@@ -198,6 +234,14 @@ class RedisWorkQueue:
 
     def cancel_key(self, task_id: str) -> str:
         return f"{self.prefix}:cancel:{task_id}"
+
+    def changed_key(self, task_id: str) -> str:
+        """Set when a follow-up is recorded: the task is no longer as its job carries it."""
+        return f"{self.prefix}:changed:{task_id}"
+
+    def started_key(self, task_id: str) -> str:
+        """Set by the first worker to take the task (``_TAKE_JOBS``)."""
+        return f"{self.prefix}:started:{task_id}"
 
     @property
     def healthy(self) -> bool:
@@ -257,11 +301,18 @@ class RedisWorkQueue:
 
     # -- jobs -----------------------------------------------------------------------------
 
-    async def enqueue(self, task_id: str, tenant: str, owner: str, kind: JobKind) -> None:
-        """Queue a job (retried while Redis is away; a duplicate job is harmless)."""
-        fields = {"task": task_id, "tenant": tenant, "owner": owner, "kind": kind}
-        client = self._redis()
-        await self._call(lambda: client.xadd(self.jobs_key, fields))  # type: ignore[arg-type]
+    async def enqueue(
+        self, task_id: str, tenant: str, owner: str, kind: JobKind, *, task: bytes = b""
+    ) -> None:
+        """Queue a job (retried while Redis is away; a duplicate job is harmless); ``task``:
+        a new task as created (see ``Job.task``). The jobs queued in one turn of the loop go
+        in one round trip (``_enqueue_batch``)."""
+        self._redis()  # not open: fail here, not in the batch
+        await self._enqueues.submit(Job(task_id, tenant, owner, kind, task=task))
+
+    async def _enqueue_batch(self, jobs: list[Job]) -> list[None]:
+        await self._add_jobs(jobs)
+        return [None] * len(jobs)
 
     async def read(self, count: int) -> list[Job]:
         """Up to ``count`` jobs: first those a dead consumer left pending, then new ones
@@ -344,25 +395,43 @@ class RedisWorkQueue:
             client = self._redis()
             await self._call(lambda: client.xack(self.jobs_key, self.group, job.entry_id))
 
-    async def take_jobs(self, jobs: list[Job], take: list[str]) -> dict[str, bool]:
-        """Acknowledge every one of ``jobs`` (one read's) and take the lease of each task in
-        ``take``, in one round trip: for each task whose lease is ours now, whether it is
-        marked to be canceled (tasks another worker holds are left out).
+    async def take_jobs(self, jobs: list[Job], take: list[Job]) -> dict[str, int]:
+        """Acknowledge every one of ``jobs`` (one read's) and take the lease of the task of
+        each of ``take`` (one job per task), in one round trip: for each task whose lease is
+        ours now, ``OURS``, ``CANCELED`` (marked to be canceled) or ``FRESH`` (its job's
+        ``task`` is the task as it is: see ``_TAKE_JOBS``); tasks another worker holds are
+        left out.
 
         A job is acknowledged as its task's lease is taken (or the job dropped): one left
         pending means its reader died before that, and another worker claims it."""
         if not jobs and not take:
             return {}
         keys = [self.jobs_key]
-        for task_id in take:
-            keys += (self.lease_key(task_id), self.cancel_key(task_id))
-        args: list[str | int] = [self.consumer, round(self.lease_ttl * 1000), self.group]
+        queued: list[int] = []
+        for job in take:
+            task_id = job.task_id
+            keys += (
+                self.lease_key(task_id),
+                self.cancel_key(task_id),
+                self.changed_key(task_id),
+                self.started_key(task_id),
+            )
+            fresh = job.kind == "start" and bool(job.task) and not job.reclaimed
+            queued.append(_queued_ms(job.entry_id) if fresh else 0)
+        args: list[str | int] = [
+            self.consumer,
+            round(self.lease_ttl * 1000),
+            self.group,
+            round(self.fresh_for * 1000),
+            round(self.cancel_mark_ttl * 1000),
+            *queued,
+        ]
         args += [job.entry_id for job in jobs if job.entry_id]
         script = self._take_jobs
         taken = await self._call(lambda: script(keys=keys, args=args))
         return {
-            task_id: status == 2
-            for task_id, status in zip(take, cast(list[int], taken), strict=True)
+            job.task_id: int(status)
+            for job, status in zip(take, cast(list[int], taken), strict=True)
             if status
         }
 
@@ -381,20 +450,31 @@ class RedisWorkQueue:
         await self._call(run)
 
     async def requeue(self, jobs: list[Job]) -> None:
-        """Queue ``jobs`` again (their tasks were not taken after all), in one round trip."""
+        """Queue ``jobs`` again (their tasks were not taken after all), in one round trip;
+        without the tasks they carried (a worker took them: the store says what they are)."""
+        await self._add_jobs([dataclasses.replace(job, task=b"") for job in jobs])
+
+    async def _add_jobs(self, jobs: list[Job]) -> None:
+        """XADD each of ``jobs``, in one round trip; retried whole while Redis is away (a job
+        queued twice runs once: its lease)."""
         if not jobs:
+            return
+        client, key = self._redis(), self.jobs_key
+        rows: list[dict[str, str | bytes]] = [
+            {"task": job.task_id, "tenant": job.tenant, "owner": job.owner, "kind": job.kind}
+            for job in jobs
+        ]
+        for fields, job in zip(rows, jobs, strict=True):
+            if job.task:
+                fields["created"] = job.task
+        if len(rows) == 1:
+            await self._call(lambda: client.xadd(key, rows[0]))  # type: ignore[arg-type]
             return
 
         async def run() -> list[Any]:
-            async with self._redis().pipeline(transaction=False) as pipe:
-                for job in jobs:
-                    fields = {
-                        "task": job.task_id,
-                        "tenant": job.tenant,
-                        "owner": job.owner,
-                        "kind": job.kind,
-                    }
-                    pipe.xadd(self.jobs_key, fields)  # type: ignore[arg-type]
+            async with client.pipeline(transaction=False) as pipe:
+                for fields in rows:
+                    pipe.xadd(key, fields)  # type: ignore[arg-type]
                 return await pipe.execute()
 
         await self._call(run)
@@ -443,6 +523,21 @@ class RedisWorkQueue:
     async def lease_holder(self, task_id: str) -> str | None:
         client = self._redis()
         holder = await self._call(lambda: client.get(self.lease_key(task_id)))
+        return None if holder is None else cast(bytes, holder).decode()
+
+    async def changed_then_holder(self, task_id: str) -> str | None:
+        """Mark ``task_id`` as changed since it was queued (a follow-up was recorded: no
+        worker may start it from its job's copy any more), then ``lease_holder``; in one
+        round trip."""
+        client, ttl = self._redis(), round(self.cancel_mark_ttl * 1000)
+
+        async def run() -> list[Any]:
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.set(self.changed_key(task_id), 1, px=ttl)
+                pipe.get(self.lease_key(task_id))
+                return await pipe.execute()
+
+        holder = (await self._call(run))[1]
         return None if holder is None else cast(bytes, holder).decode()
 
     async def unheld(self, task_ids: list[str]) -> set[str]:
@@ -528,7 +623,13 @@ def _job(entry_id: bytes, fields: dict[bytes, bytes], reclaimed: bool) -> Job | 
         cast(JobKind, kind),
         entry_id.decode(),
         reclaimed,
+        fields.get(b"created", b""),
     )
+
+
+def _queued_ms(entry_id: str) -> int:
+    """When a job was queued, by Redis's clock: its stream entry id's milliseconds."""
+    return int(entry_id.partition("-")[0])
 
 
 def _control(data: object) -> ControlMessage | None:

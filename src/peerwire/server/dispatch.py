@@ -401,6 +401,7 @@ class Dispatcher:
                 tenant=request.tenant,
                 owner=call.owner,
                 caller=call,
+                created=record,
             )
         except BaseException:
             subscription.close()

@@ -39,6 +39,7 @@ from ..ops.metrics import Metrics
 from ..protocol import (
     TERMINAL,
     Event,
+    TaskRecord,
     ends_blocking_wait,
     no_longer_waiting,
     resolve_continuation,
@@ -155,7 +156,9 @@ class WorkPlacement(Protocol):
 
     async def sweep(self) -> None: ...
 
-    async def start_elsewhere(self, task_id: str, tenant: str, owner: str) -> None: ...
+    async def start_elsewhere(
+        self, task_id: str, tenant: str, owner: str, created: TaskRecord | None = None
+    ) -> None: ...
 
     async def continue_elsewhere(
         self,
@@ -490,8 +493,10 @@ class Runner:
         tenant: str,
         owner: str,
         caller: CallerSource | None = None,
+        created: TaskRecord | None = None,
     ) -> bool:
-        """Get a new task's handler running: here, or through the queue on some worker.
+        """Get a new task's handler running: here, or through the queue on some worker
+        (``created``, the task as stored, goes with its job: the worker need not read it).
 
         The task is stored already, so nothing here fails the call (its answer is the task):
         False when the handler could be neither started nor queued now (the shutdown began;
@@ -515,7 +520,7 @@ class Runner:
             )
             return True
         try:
-            await self.placement.start_elsewhere(task_id, tenant, owner)
+            await self.placement.start_elsewhere(task_id, tenant, owner, created)
         except Exception as exc:  # Redis away past the queue's retries: the sweeper queues it
             log.warning("peerwire: task %s is stored but not queued yet: %s", task_id, exc)
             return False

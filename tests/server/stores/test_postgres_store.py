@@ -19,6 +19,7 @@ import asyncpg
 import pytest
 from typer.testing import CliRunner
 
+from peerwire._coalesce import Coalescer
 from peerwire.cli import app
 from peerwire.errors import (
     IllegalTransitionError,
@@ -36,7 +37,13 @@ from peerwire.testing.store_suite import (
     new_record,
     status_event,
 )
-from peerwire.types import ListTasksRequest, TaskState, TaskStatus, TaskStatusUpdateEvent
+from peerwire.types import (
+    ListTasksRequest,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
 
 from .._services import PG_DSN, drop_schema, fresh_schema, unique_name
 
@@ -227,6 +234,129 @@ async def test_the_durable_hook_hears_a_commit_whose_caller_was_cancelled(schema
         assert heard == [2]
         loaded = await store.load(record.id, tenant="")
         assert loaded is not None and loaded.version == 2
+    finally:
+        await store.close()
+
+
+async def test_appends_of_one_turn_share_a_statement(
+    replicas: tuple[PostgresTaskStore, PostgresTaskStore], schema: str
+) -> None:
+    """Appends to several tasks issued in one turn of the loop go in one statement (group
+    commit), settling and not, with push configs or not; one whose row another replica moved
+    meanwhile is left out of it and written after a reload, and nothing is lost or doubled."""
+    a, b = replicas
+    flushed: list[int] = []
+    swap_many = a._swap_many
+
+    async def counted(swaps: list[Any]) -> list[bool]:
+        flushed.append(len(swaps))
+        return await swap_many(swaps)
+
+    a._appends = Coalescer(counted)
+    records = [new_record() for _ in range(6)]
+    for record in records:
+        await a.create(record, tenant="", owner="")
+        await a.append(record.id, [status_event(record, S.WORKING, at=1)])
+    await a.save_push_config(
+        TaskPushNotificationConfig(id="c1", task_id=records[0].id, url="https://hooks.example/h")
+    )
+    moved = records[2]
+    await b.append(moved.id, [artifact_event(moved, "from-b", "b")])  # a's cache is behind
+    flushed.clear()
+    batches = [
+        # Settling: the snapshot is rewritten and absorbs the event rows.
+        [artifact_event(r, "out", r.id), status_event(r, S.COMPLETED, at=2)]
+        if i % 2 == 0
+        # Not settling: event rows.
+        else [artifact_event(r, "more", "x")]
+        for i, r in enumerate(records)
+    ]
+    versions = await asyncio.gather(
+        *(a.append(r.id, batch) for r, batch in zip(records, batches, strict=True))
+    )
+    assert flushed[0] == 6  # one statement for the turn; the stale one retried on its own
+    assert versions == [4, 3, 5, 3, 4, 3]
+    connection = await raw(schema)
+    try:
+        rows = await connection.fetch(
+            "SELECT id, version, snapshot_version, state FROM tasks ORDER BY id"
+        )
+        by_id = {row["id"]: row for row in rows}
+        for i, record in enumerate(records):
+            row = by_id[record.id]
+            assert row["version"] == versions[i]
+            if i % 2 == 0:
+                assert row["snapshot_version"] == versions[i]
+                assert row["state"] == "TASK_STATE_COMPLETED"
+            else:
+                assert row["snapshot_version"] == 1 and row["state"] == "TASK_STATE_WORKING"
+        event_rows = await connection.fetch("SELECT task_id, version FROM events")
+        assert sorted((r["task_id"], r["version"]) for r in event_rows) == sorted(
+            (r.id, v) for i, r in enumerate(records) if i % 2 for v in (2, 3)
+        )
+        # The push config's task: an outbox row per event of its batch.
+        outbox = await connection.fetch("SELECT task_id, seq FROM push_outbox ORDER BY seq")
+        assert [(r["task_id"], r["seq"]) for r in outbox] == [
+            (records[0].id, 3),
+            (records[0].id, 4),
+        ]
+    finally:
+        await connection.close()
+    for store in (a, b):
+        for i, record in enumerate(records):
+            loaded = await store.load(record.id, tenant="")
+            assert loaded is not None and loaded.version == versions[i]
+            assert len(loaded.artifacts) == (2 if record is moved else 1)
+
+
+async def test_creates_of_one_turn_share_a_statement(schema: str) -> None:
+    """``create_once`` calls of one turn go in one statement; a message id sent twice in it,
+    or one claimed before, answers with its holder's task; a task id already taken fails the
+    shared statement, and then each create goes alone: the others are created all the same."""
+    store = pg_store(schema)
+    await store.open()
+    try:
+        flushed: list[int] = []
+        create_many = store._create_many
+
+        async def counted(creates: list[Any]) -> list[bool]:
+            flushed.append(len(creates))
+            return await create_many(creates)
+
+        store._creates = Coalescer(counted)
+        now = 1_000_000.0
+
+        async def create(record: Any, message_id: str) -> str:
+            return await store.create_once(
+                record, tenant="t", owner="o", message_id=message_id, now=now, expires_at=now + 60
+            )
+
+        earlier = new_record()
+        assert await create(earlier, "m-earlier") == earlier.id
+        records = [new_record() for _ in range(6)]
+        flushed.clear()
+        held = await asyncio.gather(
+            *(create(r, f"m{i}") for i, r in enumerate(records[:4])),
+            create(records[4], "m0"),  # the same message again, in the same turn
+            create(records[5], "m-earlier"),  # sent before
+        )
+        assert flushed[0] == 6
+        assert held == [r.id for r in records[:4]] + [records[0].id, earlier.id]
+        for i, record in enumerate(records):
+            loaded = await store.load(record.id, tenant="t")
+            assert (loaded is not None) == (i < 4)
+
+        taken = new_record(task_id=records[0].id)  # a task id that exists
+        fresh = [new_record() for _ in range(3)]
+        outcomes = await asyncio.gather(
+            create(taken, "m-taken"),
+            *(create(r, f"f{i}") for i, r in enumerate(fresh)),
+            return_exceptions=True,
+        )
+        assert isinstance(outcomes[0], VersionConflictError)
+        assert outcomes[1:] == [r.id for r in fresh]
+        for record in fresh:
+            assert await store.load(record.id, tenant="t") is not None
     finally:
         await store.close()
 

@@ -177,6 +177,14 @@ class TaskStore(abc.ABC):
         A store that can read them in one round trip overrides it (PostgreSQL does)."""
         return [await self.load(task_id, tenant=tenant) for task_id, tenant in tasks]
 
+    def remember_created(self, record: TaskRecord, *, tenant: str, owner: str) -> None:
+        """A hint: ``record`` is the task as it was created (stored by another process), as
+        a worker starting it knows from its job rather than from a read. A store that keeps
+        the records it last saw (PostgreSQL) keeps this one, unless it holds a newer one; its
+        next append checks the version as always, so a task changed meanwhile is read then.
+        Stores that read their own data cheaply ignore it."""
+        return  # a hint: most stores have nothing to keep
+
     @abc.abstractmethod
     async def append(
         self,

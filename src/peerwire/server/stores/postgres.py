@@ -55,6 +55,7 @@ from typing import Any
 
 import asyncpg
 
+from ..._coalesce import Coalescer
 from ...errors import (
     IllegalTransitionError,
     InternalError,
@@ -170,6 +171,35 @@ _APPEND_SNAPSHOT = _sql.numbered(
     f"{_EVENT_ROWS}, {_QUEUE_NOTIFICATIONS} "
     "SELECT (SELECT count(*) FROM moved) AS moved, (SELECT count(*) FROM queued) AS queued"
 )
+# ``_APPEND_EVENTS`` and ``_APPEND_SNAPSHOT`` for several tasks in one statement (group commit:
+# ``_swap_many``). $1-$6: per task, its id, the version its plan was validated at, the new
+# version, state, status key and the new snapshot (NULL: the snapshot stays, the events go in
+# as rows); $7-$11: per event, its task, version, kind, body and StreamResponse prefix; $12 the
+# StreamResponse suffix; $13 now (ms). Selects the ids of the tasks that moved and how many
+# outbox rows were queued. A task whose row is not at its base is left alone (no event rows).
+_APPEND_MANY = (
+    "WITH u AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], "
+    "$5::text[], $6::bytea[]) AS u(id, base, version, state, status_key, snapshot)), "
+    "moved AS (UPDATE tasks t SET version = u.version, state = u.state, "
+    "status_key = u.status_key, snapshot = COALESCE(u.snapshot, t.snapshot), "
+    "snapshot_version = CASE WHEN u.snapshot IS NULL THEN t.snapshot_version ELSE u.version END "
+    "FROM u WHERE t.id = u.id AND t.version = u.base "
+    "RETURNING t.id, u.version, u.snapshot IS NOT NULL AS rewrote), "
+    "absorbed AS (DELETE FROM events d USING moved m "
+    "WHERE m.rewrote AND d.task_id = m.id AND d.version <= m.version), "
+    "e AS (SELECT * FROM unnest($7::text[], $8::bigint[], $9::text[], $10::bytea[], "
+    "$11::bytea[]) AS e(task_id, version, kind, body, prefix)), "
+    "added AS (INSERT INTO events (task_id, version, kind, body) "
+    "SELECT m.id, e.version, e.kind, e.body FROM moved m JOIN e ON e.task_id = m.id "
+    "WHERE NOT m.rewrote RETURNING 1), "
+    "queued AS (INSERT INTO push_outbox (id, task_id, config_id, seq, body, attempts, "
+    "next_attempt_at, state, last_error, created_at) "
+    f"SELECT {outbox_row_id_sql('m.id', 'c.id', 'e.version::text')}, m.id, c.id, "
+    "e.version, e.prefix || e.body || $12::bytea, 0, $13, 'pending', '', $13 "
+    "FROM moved m JOIN push_configs c ON c.task_id = m.id JOIN e ON e.task_id = m.id "
+    "WHERE e.prefix IS NOT NULL RETURNING 1) "
+    "SELECT (SELECT array_agg(id) FROM moved) AS moved, (SELECT count(*) FROM queued) AS queued"
+)
 # Claim due rows: those _sql.SELECT_DUE_OUTBOX picks, skipping rows another replica is
 # claiming right now. Parameters: now, limit, lease end.
 _CLAIM_OUTBOX = _sql.numbered(
@@ -207,6 +237,25 @@ _CREATE_ONCE = _sql.numbered(
     "WHERE EXISTS (SELECT 1 FROM claimed) RETURNING 1) "
     "SELECT count(*) FROM created"
 )
+# ``_CREATE_ONCE`` for several tasks (group commit, ``_create_many``): $1-$5 the claims'
+# tenant, owner, message id, task id and expiry, $6-$11 the rest of each task's row (after id,
+# tenant and owner, in ``task_row``'s order), $12 now. No message id may appear twice (ON
+# CONFLICT cannot update a row twice). Selects the ids of the tasks created.
+_CREATE_MANY = (
+    "WITH r AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "
+    "$5::bigint[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bytea[], "
+    "$11::bigint[]) AS r(tenant, owner, message_id, id, expires_at, context_id, state, "
+    "status_key, version, snapshot, snapshot_version)), "
+    "claimed AS (INSERT INTO message_ids (tenant, owner, message_id, task_id, expires_at) "
+    "SELECT tenant, owner, message_id, id, expires_at FROM r "
+    "ON CONFLICT (tenant, owner, message_id) DO UPDATE SET task_id = excluded.task_id, "
+    "expires_at = excluded.expires_at WHERE message_ids.expires_at <= $12 RETURNING task_id), "
+    "created AS (INSERT INTO tasks (id, tenant, owner, context_id, state, status_key, version, "
+    "snapshot, snapshot_version) SELECT r.id, r.tenant, r.owner, r.context_id, r.state, "
+    "r.status_key, r.version, r.snapshot, r.snapshot_version FROM r JOIN claimed c "
+    "ON c.task_id = r.id RETURNING id) "
+    "SELECT array_agg(id) FROM created"
+)
 _SELECT_MESSAGE_TASK = _sql.numbered(_sql.SELECT_MESSAGE_TASK)
 _DELETE_ORPHAN_MESSAGE_ID = _sql.numbered(_sql.DELETE_ORPHAN_MESSAGE_ID)
 _FORGET_MESSAGE_IDS = _sql.numbered(_sql.FORGET_MESSAGE_IDS)
@@ -226,6 +275,11 @@ class _Entry:
         self.owner = owner
         self.snapshot_version = snapshot_version
 
+
+_Create = tuple[tuple[Any, ...], tuple[Any, ...]]
+"""``create_once``'s claim (tenant, owner, message id, task id, expiry, now) and task row."""
+_Swap = tuple[_Entry, AppendPlan, tuple[Event, ...]]
+"""An append ready to write: the entry its plan was validated against, the plan, the events."""
 
 # How long readiness's ``SELECT 1`` may take (readiness bounds its wait on its own as well).
 _HEALTH_TIMEOUT_S = 5.0
@@ -278,6 +332,10 @@ class PostgresTaskStore(TaskStore):
         )
         self._next_sweep = 0.0
         self._outbox_listener: Callable[[], None] | None = None
+        # Group commit: the appends of one turn of the loop (to different tasks) go in one
+        # statement, one commit (``_swap_many``).
+        self._appends: Coalescer[_Swap, bool] = Coalescer(self._swap_many)
+        self._creates: Coalescer[_Create, bool] = Coalescer(self._create_many)
         # Appends whose callers may have stopped waiting (``append``'s ``on_durable``).
         self._writes: set[asyncio.Future[int]] = set()
         # ``check_health``'s connection of its own (not the pool's), and one check at a time.
@@ -405,6 +463,12 @@ class PostgresTaskStore(TaskStore):
         await self._sweep_if_due()
         claim = (tenant, owner, message_id, record.id, to_ms(expires_at), to_ms(now))
         row = task_row(record, tenant, owner)
+        # First with the other creates of this turn of the loop (one statement, one commit);
+        # a claim that did not go through there (a repeated message, a taken task id) is
+        # looked into alone below.
+        if await self._creates.submit((claim, row)):
+            self._remember(_Entry(record, tenant, owner, record.version))
+            return record.id
         for _ in range(_ATTEMPTS):
             async with self._connection() as connection:
                 try:
@@ -431,6 +495,35 @@ class PostgresTaskStore(TaskStore):
             # Its holder was swept or removed meanwhile: claim the message id afresh.
         raise VersionConflictError(record.id, expected=0, actual=None)
 
+    async def _create_many(self, creates: list[_Create]) -> list[bool]:
+        """``create_once``'s claim and insert for several tasks in one statement: for each,
+        whether its task was created. One whose message id another of the batch claims too
+        is left out (and looked into alone); a task id already taken fails the statement,
+        and then every one of them is looked into alone."""
+        keys: set[tuple[str, str, str]] = set()
+        batch: list[_Create] = []
+        for claim, row in creates:
+            key = (claim[0], claim[1], claim[2])
+            if key not in keys:
+                keys.add(key)
+                batch.append((claim, row))
+        async with self._connection() as connection:
+            try:
+                if len(batch) == 1:
+                    ((claim, row),) = batch
+                    done = await connection.fetchval(_CREATE_ONCE, *claim, *row)
+                    created = {row[0]} if done else set()
+                else:
+                    rows = (claim[:5] + row[3:] for claim, row in batch)
+                    columns = [list(column) for column in zip(*rows, strict=True)]
+                    # A claim expired at the earliest of their clocks is expired (they differ
+                    # by the moments between the calls).
+                    now = min(claim[5] for claim, _ in batch)
+                    created = set(await connection.fetchval(_CREATE_MANY, *columns, now) or ())
+            except asyncpg.UniqueViolationError:
+                return [False] * len(creates)
+        return [row[0] in created for _, row in creates]
+
     async def forget_message_ids(self, before: float, *, limit: int) -> int:
         async with self._connection() as connection:
             status = await connection.execute(_FORGET_MESSAGE_IDS, to_ms(before), limit)
@@ -443,6 +536,11 @@ class PostgresTaskStore(TaskStore):
         async with self._connection() as connection:
             entry = await self._read(connection, task_id, cached, tenant, owner)
         return None if entry is None else entry.record
+
+    def remember_created(self, record: TaskRecord, *, tenant: str, owner: str) -> None:
+        """``TaskStore.remember_created``: cached as if just read (the append's swap checks
+        the row is still at its version; when it is not, the locked path reads it)."""
+        self._remember(_Entry(record, tenant, owner, record.version))
 
     async def load_many(self, tasks: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
         """``TaskStore.load_many`` in one statement (one round trip, one MVCC snapshot)."""
@@ -504,7 +602,7 @@ class PostgresTaskStore(TaskStore):
                 cached = self._cache.get(task_id)
                 if cached is not None and expected_version in (None, cached.record.version):
                     plan = self._plan_or_none(cached, batch)
-                    if plan is not None and await self._swap(cached, plan, batch):
+                    if plan is not None and await self._appends.submit((cached, plan, batch)):
                         return plan.version
                 return await self._append_locked(task_id, batch, expected_version)
             except BaseException as exc:
@@ -581,6 +679,43 @@ class PostgresTaskStore(TaskStore):
         if outcome["queued"] and self._outbox_listener is not None:
             self._outbox_listener()
         return True
+
+    async def _swap_many(self, swaps: list[_Swap]) -> list[bool]:
+        """``_swap`` of several tasks' appends in one statement (one round trip, one commit):
+        for each, whether the row was still at its plan's base and moved (the others are
+        left as they were, for ``_append_locked``)."""
+        if len(swaps) == 1:
+            return [await self._swap(*swaps[0])]
+        tasks: tuple[list[Any], ...] = ([], [], [], [], [], [])
+        events: tuple[list[Any], ...] = ([], [], [], [], [])
+        for entry, plan, batch in swaps:
+            task_id = entry.record.id
+            for column, value in zip(
+                tasks,
+                (task_id, plan.base, plan.version, plan.state, plan.status_key, plan.snapshot),
+                strict=True,
+            ):
+                column.append(value)
+            for version, kind, body in plan.rows or [
+                (version, *event_body(event)) for version, event in enumerate(batch, plan.base + 1)
+            ]:
+                for column, value in zip(
+                    events, (task_id, version, kind, body, push_prefix(kind)), strict=True
+                ):
+                    column.append(value)
+        async with self._connection() as connection:
+            outcome = await connection.fetchrow(
+                _APPEND_MANY, *tasks, *events, PUSH_SUFFIX, to_ms(time.time())
+            )
+        moved = set(outcome["moved"] or ())
+        for entry, plan, batch in swaps:
+            if entry.record.id in moved:
+                self._applied(entry, plan, batch)
+            else:
+                self._cache.pop(entry.record.id, None)
+        if outcome["queued"] and self._outbox_listener is not None:
+            self._outbox_listener()
+        return [entry.record.id in moved for entry, _, _ in swaps]
 
     async def _append_locked(
         self, task_id: str, batch: tuple[Event, ...], expected_version: int | None
