@@ -413,7 +413,11 @@ class A2AApp:
         except _BodyCutShort:
             return  # the client left mid-body: nothing to dispatch, nobody to answer
         try:
-            principal = await authenticate_http(self.authenticator, scope)
+            principal = (
+                None
+                if self.authenticator is None
+                else await authenticate_http(self.authenticator, scope)
+            )
         except A2AError as error:
             if self._v03 is not None and is_v03_method(jsonrpc.method_of(body)):
                 await self._v03.jsonrpc_error(send, jsonrpc.request_id_of(body), error)
@@ -433,10 +437,14 @@ class A2AApp:
                 version = _query_param(scope, "A2A-Version")
             check_version(version, lenient=self.lenient_version)
             request = jsonrpc.decode_request(body)
-            extensions = active_extensions(
-                parse_extensions(headers.extensions),
-                self._supported_extensions,
-                self._required_extensions,
+            extensions = (
+                active_extensions(
+                    parse_extensions(headers.extensions),
+                    self._supported_extensions,
+                    self._required_extensions,
+                )
+                if headers.extensions or self._required_extensions
+                else ()  # the usual request: none asked for, none required
             )
         except A2AError as error:
             await self._refused(scope, receive, send, body, headers, principal, error)

@@ -122,7 +122,11 @@ class RestHandler:
         meter = self._meter
         started = perf_counter() if meter is not None else 0.0
         try:
-            principal = await authenticate_http(self.authenticator, scope)
+            principal = (
+                None
+                if self.authenticator is None
+                else await authenticate_http(self.authenticator, scope)
+            )
             found = rest.match_route(method, relative)
         except A2AError as error:
             await self._error(send, error)
@@ -164,10 +168,14 @@ class RestHandler:
                 version = query_param(scope, rest.VERSION_PARAM)
             check_version(version, lenient=self.lenient_version)
             request = rest.build_request(found, query=scope.get("query_string", b""), body=body)
-            extensions = active_extensions(
-                parse_extensions(headers.extensions),
-                self._supported_extensions,
-                self._required_extensions,
+            extensions = (
+                active_extensions(
+                    parse_extensions(headers.extensions),
+                    self._supported_extensions,
+                    self._required_extensions,
+                )
+                if headers.extensions or self._required_extensions
+                else ()  # the usual request: none asked for, none required
             )
         except A2AError as error:
             await self._error(send, error)
@@ -254,7 +262,11 @@ class RestHandler:
             await self._error(send, off, http_status=404)
             return True
         try:
-            principal = await authenticate_http(self.authenticator, scope)
+            principal = (
+                None
+                if self.authenticator is None
+                else await authenticate_http(self.authenticator, scope)
+            )
         except A2AError as error:
             await v03.rest_error(send, error)
             return True
