@@ -1,7 +1,7 @@
 """The task runner: one owned background task per running A2A task.
 
-Handlers run inside the runner's task group (entered for the server's lifetime), never as
-loose ``create_task``s. The runner turns what a handler returns or raises into events, applies
+Handlers run in tasks the runner owns for the server's lifetime (held until done, waited
+for when it exits, a failure logged), never as loose ``create_task``s. The runner turns what a handler returns or raises into events, applies
 the per-task time limit (which does not run while the handler waits in ``ctx.ask``), caps the
 number of *working* handlers (those waiting for input do not count), delivers follow-up
 messages to a suspended ``ask`` or re-runs the handler with the replay rule, reaches a running
@@ -10,8 +10,8 @@ handler on cancel, and on shutdown lets handlers finish within a grace period.
 Every event goes through ``emit``: the store validates and appends it (state machine), then the
 bus publishes it at its new version.
 
-The runner uses asyncio's own task group, timeouts and cancellation rather than anyio's: per
-A2A task that is one task, one timer, no cancel scopes, which measured as a large share of a
+The runner uses asyncio's own tasks, timeouts and cancellation rather than anyio's: per A2A
+task that is one task, one timer, no cancel scopes, which measured as a large share of a
 SendMessage on the in-memory store. Handlers may still use anyio freely (it runs on asyncio).
 """
 
@@ -625,7 +625,7 @@ class Runner:
                 state=lambda: ctx.state,
             )
         # The handler's task runs in a copy of this context, taken now: the request's trace
-        # context goes with it, though the task belongs to the runner's group, not the request.
+        # context goes with it, though the task is the runner's, not the request's.
         live.task = self._spawn(run, contextvars.copy_context())
         return live
 
@@ -1065,7 +1065,7 @@ class Runner:
                 log.debug("task %s: final state not recorded, it changed meanwhile", ctx.task_id)
             except Exception:
                 # The store or the bus failed (an outage): one task's outcome, never a reason
-                # for the runner's task group, and so the process, to end.
+                # for the runner, and so the process, to end.
                 log.exception("peerwire: task %s: final state not recorded", ctx.task_id)
         finally:
             live.settle()  # the handler is gone: a blocking send waits no longer
