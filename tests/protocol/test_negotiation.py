@@ -10,6 +10,7 @@ from peerwire.protocol import (
     active_extensions,
     check_version,
     format_extensions,
+    negotiate_extensions,
     parse_extensions,
 )
 
@@ -162,3 +163,13 @@ def test_parsed_header_feeds_activation() -> None:
         SECRET,
         TRACE,
     )
+
+
+def test_negotiating_the_extensions_of_a_request() -> None:
+    supported, required = ("urn:a", "urn:b"), ("urn:b",)
+    assert negotiate_extensions([], supported, ()) == ()
+    assert negotiate_extensions(["urn:a, urn:x", "urn:b"], supported, ()) == ("urn:a", "urn:b")
+    assert negotiate_extensions(["urn:b,urn:a"], supported, required) == ("urn:b", "urn:a")
+    for values in ([], ["urn:a"]):  # nothing asked for still has to name the required one
+        with pytest.raises(ExtensionSupportRequiredError):
+            negotiate_extensions(values, supported, required)

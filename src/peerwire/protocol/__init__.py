@@ -14,6 +14,7 @@ from .negotiation import (
     active_extensions,
     check_version,
     format_extensions,
+    negotiate_extensions,
     parse_extensions,
 )
 from .paging import ListQuery, list_query, select_page, sort_key
@@ -53,6 +54,7 @@ __all__ = [
     "is_interrupted",
     "is_terminal",
     "list_query",
+    "negotiate_extensions",
     "no_longer_waiting",
     "parse_extensions",
     "resolve_continuation",

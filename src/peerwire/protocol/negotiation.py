@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..errors import ExtensionSupportRequiredError, VersionNotSupportedError
 
@@ -85,6 +85,16 @@ def active_extensions(
         return ()
     offered = set(supported)
     return tuple(uri for uri in wanted if uri in offered)
+
+
+def negotiate_extensions(
+    header_values: Sequence[str], supported: Iterable[str], required: Sequence[str]
+) -> tuple[str, ...]:
+    """``active_extensions`` of the ``A2A-Extensions`` values a request sent: nothing parsed
+    for the usual request, which asks for none where none is required."""
+    if not header_values and not required:
+        return ()
+    return active_extensions(parse_extensions(header_values), supported, required)
 
 
 def format_extensions(uris: Iterable[str]) -> str:

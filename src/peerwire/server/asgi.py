@@ -37,7 +37,7 @@ from ..errors import (
 )
 from ..ops import health, tracing
 from ..ops.logs import ACCESS_SCOPE_KEY, AccessLog
-from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
+from ..protocol import check_version, format_extensions, negotiate_extensions
 from ._authn import authenticate_http, challenge_headers
 from ._first_use import FirstUse
 from ._http import BodyCutShort as _BodyCutShort
@@ -437,14 +437,8 @@ class A2AApp:
                 version = _query_param(scope, "A2A-Version")
             check_version(version, lenient=self.lenient_version)
             request = jsonrpc.decode_request(body)
-            extensions = (
-                active_extensions(
-                    parse_extensions(headers.extensions),
-                    self._supported_extensions,
-                    self._required_extensions,
-                )
-                if headers.extensions or self._required_extensions
-                else ()  # the usual request: none asked for, none required
+            extensions = negotiate_extensions(
+                headers.extensions, self._supported_extensions, self._required_extensions
             )
         except A2AError as error:
             await self._refused(scope, receive, send, body, headers, principal, error)

@@ -33,7 +33,7 @@ from ..compat.v03.version import names_v1
 from ..errors import A2AError, InternalError, InvalidRequestError, MethodNotFoundError
 from ..ops import tracing
 from ..ops.logs import ACCESS_SCOPE_KEY
-from ..protocol import active_extensions, check_version, format_extensions, parse_extensions
+from ..protocol import check_version, format_extensions, negotiate_extensions
 from ..types import encode
 from ._authn import authenticate_http, challenge_headers
 from ._http import (
@@ -168,14 +168,8 @@ class RestHandler:
                 version = query_param(scope, rest.VERSION_PARAM)
             check_version(version, lenient=self.lenient_version)
             request = rest.build_request(found, query=scope.get("query_string", b""), body=body)
-            extensions = (
-                active_extensions(
-                    parse_extensions(headers.extensions),
-                    self._supported_extensions,
-                    self._required_extensions,
-                )
-                if headers.extensions or self._required_extensions
-                else ()  # the usual request: none asked for, none required
+            extensions = negotiate_extensions(
+                headers.extensions, self._supported_extensions, self._required_extensions
             )
         except A2AError as error:
             await self._error(send, error)

@@ -1,11 +1,12 @@
 """The task runner: one owned background task per running A2A task.
 
 Handlers run in tasks the runner owns for the server's lifetime (held until done, waited
-for when it exits, a failure logged), never as loose ``create_task``s. The runner turns what a handler returns or raises into events, applies
-the per-task time limit (which does not run while the handler waits in ``ctx.ask``), caps the
-number of *working* handlers (those waiting for input do not count), delivers follow-up
-messages to a suspended ``ask`` or re-runs the handler with the replay rule, reaches a running
-handler on cancel, and on shutdown lets handlers finish within a grace period.
+for when it exits, a failure logged), never as loose ``create_task``s. The runner turns what
+a handler returns or raises into events, applies the per-task time limit (which does not run
+while the handler waits in ``ctx.ask``), caps the number of *working* handlers (those waiting
+for input do not count), delivers follow-up messages to a suspended ``ask`` or re-runs the
+handler with the replay rule, reaches a running handler on cancel, and on shutdown lets
+handlers finish within a grace period.
 
 Every event goes through ``emit``: the store validates and appends it (state machine), then the
 bus publishes it at its new version.
