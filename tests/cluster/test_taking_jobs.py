@@ -142,3 +142,28 @@ async def test_a_changed_or_old_task_is_read_from_the_store(
     await queue.enqueue("plain", "", "", "start", task=b"{}")
     job = await read_one(queue)
     assert await queue.take_jobs([job], [job]) == {"plain": OURS}
+
+
+async def test_acknowledged_jobs_leave_the_stream_and_pending_ones_stay(
+    queue: RedisWorkQueue, client: Redis
+) -> None:
+    """The sweeper's trim: what the group acknowledged goes, what a consumer still holds (it
+    may be lost and reclaimed) and what no consumer was given yet stay."""
+    assert await queue.trim_acknowledged() == 0  # no stream yet
+    for n in range(6):
+        await queue.enqueue(f"t{n}", "", "", "start")
+    first = await queue.read(2)
+    await queue.take_jobs(first, first)  # t0 and t1 acknowledged
+    held = await queue.read(2)  # t2 and t3 given out, not acknowledged: pending
+    assert [job.task_id for job in held] == ["t2", "t3"]
+    assert await queue.trim_acknowledged() == 2
+    left = [fields[b"task"].decode() for _, fields in await client.xrange(queue.jobs_key)]
+    assert left == ["t2", "t3", "t4", "t5"]
+    await queue.take_jobs(held, held)
+    assert await queue.trim_acknowledged() == 2  # up to the last given out
+    rest = await queue.read(10)
+    assert [job.task_id for job in rest] == ["t4", "t5"], "the undelivered jobs are still read"
+    await queue.take_jobs(rest, rest)
+    assert await queue.trim_acknowledged() == 2
+    assert await client.xlen(queue.jobs_key) == 0
+    assert await queue.trim_acknowledged() == 0

@@ -559,6 +559,8 @@ class Placement:
         runner = self.runner
         if runner.metrics is not None:
             runner.metrics.queue_sampled(await self.queue.backlog())
+        # The jobs every consumer is done with leave the stream (it would keep them all).
+        await self.queue.trim_acknowledged()
         life = await self.queue.life()
         if self._life is None or life.run_id != self._life.run_id:
             self._suspects = {}

@@ -390,6 +390,40 @@ class RedisWorkQueue:
                 return int(group.get("lag") or 0) + int(group.get("pending") or 0)
         return 0
 
+    async def trim_acknowledged(self) -> int:
+        """Drop the jobs the group has acknowledged from the stream; how many went.
+
+        An entry no consumer holds (none pending) that the group was given already is done
+        with, and a stream that kept them would grow with every job ever queued (each carrying
+        its task as created). Kept: every entry from the oldest one pending (a consumer may
+        still lose it, and another reclaim it) and every one not given out yet. Another
+        process trimming at the same time keeps the same ones."""
+        client = self._redis()
+        try:
+            groups = await self._call(lambda: client.xinfo_groups(self.jobs_key))
+        except ResponseError:  # no stream yet, or Redis restarted without it: nothing kept
+            return 0
+        delivered = next(
+            (
+                group.get("last-delivered-id")
+                for group in groups or ()
+                if group.get("name") in (self.group, self.group.encode())
+            ),
+            None,
+        )
+        if delivered is None:
+            return 0
+        pending = await self._call(lambda: client.xpending(self.jobs_key, self.group))
+        # XTRIM MINID keeps the entries at or after it: the oldest pending one, else the one
+        # after the last given out.
+        keep_from = pending["min"] if pending.get("pending") else _next_entry_id(delivered)
+        if keep_from is None:
+            return 0
+        trimmed = await self._call(
+            lambda: client.xtrim(self.jobs_key, minid=keep_from, approximate=False)
+        )
+        return int(trimmed or 0)
+
     async def ack(self, job: Job) -> None:
         if job.entry_id:
             client = self._redis()
@@ -625,6 +659,16 @@ def _job(entry_id: bytes, fields: dict[bytes, bytes], reclaimed: bool) -> Job | 
         reclaimed,
         fields.get(b"created", b""),
     )
+
+
+def _next_entry_id(entry_id: bytes | str) -> str | None:
+    """The stream entry id right after ``entry_id`` ("ms-seq"); None for "0-0" (nothing
+    given out yet) or an id that is not one."""
+    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    ms, _, seq = text.partition("-")
+    if not (ms.isdigit() and seq.isdigit()) or text == "0-0":
+        return None
+    return f"{ms}-{int(seq) + 1}"
 
 
 def _queued_ms(entry_id: str) -> int:
