@@ -3,25 +3,46 @@ reached the way the table says (0, 3 and 4 by sends in test_send.py, 1 by the er
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
+import pytest_asyncio
 from anyio.streams.text import TextReceiveStream
 
-from peerwire import Client, Task
+from peerwire import Agent, Client, Task, TaskContext
 from peerwire.cli._exits import EXIT_CODES, exit_code, exit_codes_markdown
+from peerwire.testing import live_server
 from peerwire.types import SendMessageResponse, TaskState, decode
 
-from .conftest import invoke
+from .conftest import SHUTDOWN_GRACE_S, invoke
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 REPO = Path(__file__).resolve().parents[2]
 PEERWIRE = str(Path(sys.executable).with_name("peerwire"))
 SUBPROCESS_TIMEOUT_S = 60
+
+
+# Works until it is canceled: a task still running however long a loaded machine takes to
+# start the command that follows it (the glossary's "slow" ends after 5 s).
+waiting_agent = Agent("Waiting Agent")
+
+
+@waiting_agent.skill("wait")
+async def wait_until_canceled(ctx: TaskContext) -> None:
+    await ctx.update("waiting")
+    await asyncio.Event().wait()
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def waiting_url() -> AsyncIterator[str]:
+    async with live_server(waiting_agent, shutdown_grace=SHUTDOWN_GRACE_S) as url:
+        yield url
 
 
 def flat(text: str) -> str:
@@ -79,13 +100,13 @@ async def test_no_wait_and_stream_together_are_a_usage_error(glossary_url: str) 
     assert "--no-wait" in ran.err
 
 
-async def test_ctrl_c_exits_130(glossary_url: str) -> None:
-    async with Client.connect(glossary_url) as client:
-        task = await client.send("slow", return_immediately=True)
+async def test_ctrl_c_exits_130(waiting_url: str) -> None:
+    async with Client.connect(waiting_url) as client:
+        task = await client.send("wait", return_immediately=True)
         assert isinstance(task, Task)
         with anyio.fail_after(SUBPROCESS_TIMEOUT_S):
             async with await anyio.open_process(
-                [PEERWIRE, "subscribe", glossary_url, task.id], cwd=REPO
+                [PEERWIRE, "subscribe", waiting_url, task.id], cwd=REPO
             ) as process:
                 assert process.stdout is not None and process.stderr is not None
                 seen = ""
