@@ -26,6 +26,15 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 REPO = Path(__file__).resolve().parents[2]
 PEERWIRE = str(Path(sys.executable).with_name("peerwire"))
 SUBPROCESS_TIMEOUT_S = 60
+# Runs a command with Ctrl-C's default behaviour, whatever this process inherited: a shell
+# starts a background job (a CI run, say) with SIGINT ignored, and an ignored signal stays
+# ignored across exec, so the command would never hear the test's Ctrl-C.
+WITH_DEFAULT_SIGINT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]
 
 
 # Works until it is canceled: a task still running however long a loaded machine takes to
@@ -106,7 +115,7 @@ async def test_ctrl_c_exits_130(waiting_url: str) -> None:
         assert isinstance(task, Task)
         with anyio.fail_after(SUBPROCESS_TIMEOUT_S):
             async with await anyio.open_process(
-                [PEERWIRE, "subscribe", waiting_url, task.id], cwd=REPO
+                [*WITH_DEFAULT_SIGINT, PEERWIRE, "subscribe", waiting_url, task.id], cwd=REPO
             ) as process:
                 assert process.stdout is not None and process.stderr is not None
                 seen = ""
