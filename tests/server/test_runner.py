@@ -541,3 +541,30 @@ async def test_a_skill_keeps_its_own_task_across_its_first_wait() -> None:
                     states.append(item[1].status.state)
     assert seen == ["timed out", True]
     assert states == [TaskState.WORKING, TaskState.COMPLETED]
+
+
+class _SweepFails:
+    """A work placement whose sweep finds the shared queue away (Redis down at start-up)."""
+
+    def __init__(self) -> None:
+        self.sweeps = 0
+
+    def attach(self, runner: Runner) -> None:
+        self.runner = runner
+
+    async def sweep(self) -> None:
+        self.sweeps += 1
+        raise ConnectionError("Redis did not answer within 5 s")
+
+
+async def test_recovery_goes_on_when_the_first_sweep_fails(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A process starting while Redis is away recovers what it can and starts all the same
+    (its sweeper tries again every period): the failed sweep is logged, never raised."""
+    placement = _SweepFails()
+    runner = Runner(Agent("a"), MemoryTaskStore(), MemoryBus(), placement=placement)  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger="peerwire.runner"):
+        await runner.recover()
+    assert placement.sweeps == 1
+    assert "the first sweep failed" in caplog.text

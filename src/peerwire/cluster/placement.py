@@ -560,7 +560,11 @@ class Placement:
         if runner.metrics is not None:
             runner.metrics.queue_sampled(await self.queue.backlog())
         # The jobs every consumer is done with leave the stream (it would keep them all).
-        await self.queue.trim_acknowledged()
+        # Housekeeping: with Redis away it waits for the next sweep, and the sweep goes on.
+        try:
+            await self.queue.trim_acknowledged()
+        except _REDIS_AWAY as exc:
+            log.debug("peerwire: the jobs stream was not trimmed, Redis is away: %s", exc)
         life = await self.queue.life()
         if self._life is None or life.run_id != self._life.run_id:
             self._suspects = {}

@@ -343,7 +343,12 @@ class Runner:
         holds are acted on, by the placement's sweeper.
         """
         if self.placement is not None:
-            await self.placement.sweep()
+            try:
+                await self.placement.sweep()
+            except Exception:
+                # Redis or the store away as the process starts: the placement's sweeper
+                # does the same every period, so the process starts all the same.
+                log.warning("peerwire: the first sweep failed; the sweeper retries", exc_info=True)
             await self.delegations.recover(self._parent_state)
             return
         for info in await self.store.unfinished():
