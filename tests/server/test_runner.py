@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from peerwire import Agent
+from peerwire.protocol import TaskRecord
 from peerwire.server import create_app
 from peerwire.server.bus import MemoryBus
 from peerwire.server.runner import Runner
@@ -430,6 +431,18 @@ class CountingStore(MemoryTaskStore):
         return await super().append(task_id, events, **kwargs)
 
 
+async def launch_first(runner: Runner, agent: Agent, record: TaskRecord) -> None:
+    """Start the handler of ``record``, a stored task, for its first message."""
+    await runner.launch(
+        agent.route(record.history[0]),
+        task_id=record.id,
+        context_id=record.context_id,
+        message=record.history[0],
+        tenant="",
+        owner="",
+    )
+
+
 async def test_a_returned_value_is_stored_with_the_completion_and_both_are_published() -> None:
     """One append (one commit for a durable store) for the result's artifact and COMPLETED,
     and for the WORKING before them, since the skill never waited on anything; a subscriber
@@ -445,14 +458,7 @@ async def test_a_returned_value_is_stored_with_the_completion_and_both_are_publi
         record = new_record()
         await store.create(record, tenant="", owner="")
         with bus.subscribe(record.id) as events:
-            await runner.launch(
-                agent.route(record.history[0]),
-                task_id=record.id,
-                context_id=record.context_id,
-                message=record.history[0],
-                tenant="",
-                owner="",
-            )
+            await launch_first(runner, agent, record)
             received = [await events.next(timeout=WAIT_S) for _ in range(3)]
     assert store.appends == [3]  # WORKING, the artifact and COMPLETED
     versions = [item[0] for item in received if item is not None]
@@ -484,14 +490,7 @@ async def test_a_skill_that_waits_shows_working_while_it_waits() -> None:
         record = new_record()
         await store.create(record, tenant="", owner="")
         with bus.subscribe(record.id) as events:
-            await runner.launch(
-                agent.route(record.history[0]),
-                task_id=record.id,
-                context_id=record.context_id,
-                message=record.history[0],
-                tenant="",
-                owner="",
-            )
+            await launch_first(runner, agent, record)
             first = await events.next(timeout=WAIT_S)
             assert first is not None and first[0] == 2
             working = await store.load(record.id, tenant="")
@@ -525,14 +524,7 @@ async def test_a_skill_keeps_its_own_task_across_its_first_wait() -> None:
         record = new_record()
         await store.create(record, tenant="", owner="")
         with bus.subscribe(record.id) as events:
-            await runner.launch(
-                agent.route(record.history[0]),
-                task_id=record.id,
-                context_id=record.context_id,
-                message=record.history[0],
-                tenant="",
-                owner="",
-            )
+            await launch_first(runner, agent, record)
             states = []
             while not states or states[-1] is not TaskState.COMPLETED:
                 item = await events.next(timeout=WAIT_S)

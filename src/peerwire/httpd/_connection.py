@@ -412,10 +412,8 @@ def take_whole_body(receive: Callable[[], Awaitable[Any]]) -> bytes | None:
     unread (no ``http.request`` message, no await), given the ``receive`` the app was called
     with. ``None``: use ``receive()`` (another server, a wrapped ``receive``, a body still
     coming or partly read)."""
-    request = getattr(receive, "__self__", None)
-    if type(request) is not _Request:
-        return None
-    return request.take_whole_body()
+    request = _request_of(receive)
+    return None if request is None else request.take_whole_body()
 
 
 def answer_whole(
@@ -428,10 +426,8 @@ def answer_whole(
     in one write, given the ``send`` the app was called with. ``None``: not sent, use the two
     ASGI messages (another server, or a wrapped ``send``: an access log, a middleware); else
     whether the app must ``await drained(send)`` before answering more (flow control)."""
-    request = getattr(send, "__self__", None)
-    if type(request) is not _Request:
-        return None
-    return request.answer_whole(status, headers, body)
+    request = _request_of(send)
+    return None if request is None else request.answer_whole(status, headers, body)
 
 
 def write_part(send: Callable[[Any], Awaitable[None]], body: bytes) -> bool | None:
@@ -439,17 +435,22 @@ def write_part(send: Callable[[Any], Awaitable[None]], body: bytes) -> bool | No
     once, given the ``send`` the app was called with. ``None``: not written, send the
     ``http.response.body`` message (another server, a wrapped ``send``); else whether the app
     must ``await drained(send)`` before the next part."""
-    request = getattr(send, "__self__", None)
-    if type(request) is not _Request:
-        return None
-    return request.write_part(body)
+    request = _request_of(send)
+    return None if request is None else request.write_part(body)
 
 
 async def drained(send: Callable[[Any], Awaitable[None]]) -> None:
     """Wait until the connection of ``send`` (this server's) may be written to again."""
-    request = getattr(send, "__self__", None)
-    if type(request) is _Request:
+    request = _request_of(send)
+    if request is not None:
         await request.connection.drained()
+
+
+def _request_of(callable_: object) -> _Request | None:
+    """The request whose own ``send``/``receive`` this is (a bound method of it), else None:
+    another server's, or a wrapper's (a middleware, the access log)."""
+    request = getattr(callable_, "__self__", None)
+    return request if type(request) is _Request else None
 
 
 class H1Connection(asyncio.Protocol):
