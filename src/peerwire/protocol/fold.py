@@ -113,15 +113,11 @@ class TaskRecord:
         """Validate ``event`` and fold it in; the version goes up by one."""
         if isinstance(event, TaskArtifactUpdateEvent):  # first: streamed chunks are most events
             self._check_artifact(event)
-            self._apply_artifact(event)
         elif isinstance(event, TaskStatusUpdateEvent):
             self._check_status(event)
-            self.status = event.status
-            if event.status.message is not None:
-                self.history.append(event.status.message)
         else:
             self._check_message()
-            self.history.append(event)
+        self._fold(event)
         self.version += 1
 
     def apply_all(self, events: Sequence[Event]) -> None:
@@ -131,17 +127,20 @@ class TaskRecord:
             self.apply(events[0])
             return
         self.check_batch(events)
-        history = self.history
         for event in events:
-            if isinstance(event, TaskArtifactUpdateEvent):
-                self._apply_artifact(event)
-            elif isinstance(event, TaskStatusUpdateEvent):
-                self.status = event.status
-                if event.status.message is not None:
-                    history.append(event.status.message)
-            else:
-                history.append(event)
+            self._fold(event)
         self.version += len(events)
+
+    def _fold(self, event: Event) -> None:
+        """Fold a checked ``event`` in (the version is the caller's to move)."""
+        if isinstance(event, TaskArtifactUpdateEvent):
+            self._apply_artifact(event)
+        elif isinstance(event, TaskStatusUpdateEvent):
+            self.status = event.status
+            if event.status.message is not None:
+                self.history.append(event.status.message)
+        else:
+            self.history.append(event)
 
     def check_batch(self, events: Sequence[Event]) -> None:
         """Raise what ``apply`` would raise for the first bad event of ``events`` applied in
