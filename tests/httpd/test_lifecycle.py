@@ -332,7 +332,9 @@ async def test_many_idle_connections_are_closed_and_their_descriptors_freed() ->
         try:
             for conn in conns[::2]:
                 await conn.send(get())
-            await until(lambda: len(server._connections.connections) == 200)
+            # No wait for all 200 to be held at once: on a loaded machine opening them takes
+            # longer than the idle limit, so the first may already be closed. Each one being
+            # closed by the server (below) is what shows it was accepted and timed out.
             closed = await asyncio.gather(*(conn.closed() for conn in conns))
             assert all(closed)
             assert all(len(parse(conn.received)[0]) == 1 for conn in conns[::2])
