@@ -33,7 +33,7 @@ from peerwire.server.stores import (
     retention_cutoff,
 )
 from peerwire.server.stores._sql import SCHEMA_VERSION
-from peerwire.server.stores._sqlite_io import _BACKSTOP_PAGES
+from peerwire.server.stores._sqlite_io import _BACKSTOP_PAGES, GroupCommitWriter
 from peerwire.testing.store_suite import artifact_event, message, new_record, status_event
 from peerwire.types import (
     AuthenticationInfo,
@@ -55,6 +55,23 @@ async def opened(path: Path, **options: object) -> AsyncIterator[SQLiteTaskStore
         yield store
     finally:
         await store.close()
+
+
+async def hold_writer(writer: GroupCommitWriter) -> tuple[threading.Event, asyncio.Future[bool]]:
+    """Park the writer thread inside a job until the returned gate is set.
+
+    Returns once the thread runs the job, so whatever is submitted afterwards queues behind it
+    rather than joining the held job's batch (the thread takes what is queued when it wakes).
+    """
+    gate, inside = threading.Event(), threading.Event()
+
+    def park(_: sqlite3.Connection) -> bool:
+        inside.set()
+        return gate.wait(30)
+
+    held = writer.submit(park)
+    assert await anyio.to_thread.run_sync(inside.wait, 30), "the writer never took the job"
+    return gate, held
 
 
 def rows(path: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
@@ -156,11 +173,10 @@ async def test_writes_queued_during_a_commit_share_the_next_one(tmp_path: Path) 
         records = [new_record() for _ in range(50)]
         for record in records:
             await store.create(record, tenant="", owner="")
-        gate = threading.Event()
         writer = store._writer
         assert writer is not None
         # Hold the writer inside a transaction while fifty tasks append.
-        held = writer.submit(lambda _: gate.wait(30))
+        gate, held = await hold_writer(writer)
         commits = store.commits
         appends = [
             asyncio.ensure_future(store.append(r.id, [status_event(r, S.WORKING, at=1)]))
@@ -183,8 +199,7 @@ async def test_a_failing_write_is_undone_alone_and_its_batch_commits(tmp_path: P
             await store.create(record, tenant="", owner="")
         writer = store._writer
         assert writer is not None
-        gate = threading.Event()
-        held = writer.submit(lambda _: gate.wait(30))
+        gate, held = await hold_writer(writer)
 
         def half_done(connection: sqlite3.Connection) -> None:
             # Writes a row, then fails: the row must not survive, the batch must.
@@ -363,8 +378,7 @@ async def test_a_cancelled_append_still_lands_and_the_next_one_follows(tmp_path:
         await store.create(record, tenant="", owner="")
         writer = store._writer
         assert writer is not None
-        gate = threading.Event()
-        held = writer.submit(lambda _: gate.wait(30))
+        gate, held = await hold_writer(writer)
         doomed = asyncio.ensure_future(
             store.append(record.id, [status_event(record, S.WORKING, at=1)])
         )
@@ -396,8 +410,7 @@ async def test_the_durable_hook_hears_of_a_commit_whose_caller_was_cancelled(
         assert heard == [2]
         writer = store._writer
         assert writer is not None
-        gate = threading.Event()
-        held = writer.submit(lambda _: gate.wait(30))
+        gate, held = await hold_writer(writer)
         submitted = asyncio.ensure_future(
             store.append(record.id, [artifact_event(record, "a", "x")], on_durable=heard.append)
         )
