@@ -14,7 +14,8 @@ cachegrind's usual weighting: an instruction 1, a first-level miss 10, a last-le
 100. Kernel time (system calls) is outside these counts; ``--syscalls`` adds strace's count
 of system calls per request from a separate run without valgrind.
 
-Targets: the working tree (``--no-tree`` leaves it out) and each ``--rev REV`` (built under
+Targets: the working tree with metrics off (``--with-metrics`` adds it with them; ``--no-tree``
+leaves it out) and each ``--rev REV`` (built under
 .bench-cache/ like ``bench/run.sh --compare-rev``). A benchmark, never part of the test suite.
 """
 
@@ -56,11 +57,12 @@ class Server:
     name: str
     python: Path
     tree: Path
+    options: tuple[str, ...] = ()
 
     def argv(self, port: int) -> list[str]:
         script = self.python.parent / "peerwire"
         return [str(self.python), str(script), "serve", AGENT, "--no-grpc", "--store", "memory",
-                "--port", str(port)]  # fmt: skip
+                *self.options, "--port", str(port)]  # fmt: skip
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "PYTHONPATH": str(self.tree)}
@@ -267,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--with-metrics", action="store_true", help="also the tree with metrics")
     parser.add_argument("--syscalls", action="store_true", help="also count system calls")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
@@ -277,7 +280,10 @@ def main(argv: list[str] | None = None) -> int:
         for rev in [revisions.ensure(revisions.resolve(label))]
     ]
     if not args.no_tree:
-        servers.append(Server("tree", Path(sys.executable), ROOT))
+        # Older revisions have no metrics to turn off: the tree without them is the like for like.
+        servers.append(Server("tree-metrics-off", Path(sys.executable), ROOT, ("--no-metrics",)))
+        if args.with_metrics:
+            servers.append(Server("tree", Path(sys.executable), ROOT))
     results = {s.name: measure(s, args) for s in servers}
     calls = {s.name: syscalls(s, args) for s in servers} if args.syscalls else {}
     first = next(iter(results.values()))

@@ -278,6 +278,8 @@ def run(
     print()
     print(report.table(results, names, baseline, labels))
     print()
+    for line in report.paired(results, names, baseline):
+        print(line)
     for line in report.notes(extra, problems):
         print(line)
     print(

@@ -107,6 +107,42 @@ def table(results: Results, names: Sequence[str], baseline: str, labels: Mapping
     return "\n".join([line(header), "  ".join("-" * w for w in widths), *map(line, rows[1:])])
 
 
+# The headline throughputs, for the paired ratios under the table.
+PAIRED_KEYS: tuple[tuple[str, str], ...] = (
+    ("a.ok_rps", "(a) SendMessage req/s"),
+    ("a.rps_per_cpu", "(a) req per server-CPU-second"),
+    ("b.ok_rps", "(b) GetTask req/s"),
+    ("c.events_per_s", "(c) streamed events/s"),
+)
+
+
+def paired(results: Results, names: Sequence[str], baseline: str) -> list[str]:
+    """Each repeat's ratio to the baseline's same repeat, whose runs were next to it in time.
+
+    The machine's own speed drifts between repeats by more than the differences a comparison
+    of revisions looks for; a ratio of two neighbouring runs shares that drift, so their
+    median and spread say more than the ratio of two medians. Lines only for keys that both
+    sides measured in every repeat.
+    """
+    out = []
+    for key, label in PAIRED_KEYS:
+        base = results.get(baseline, {}).get(key, [])
+        for name in names:
+            if name == baseline:
+                continue
+            values = results.get(name, {}).get(key, [])
+            pairs = [v / b for v, b in zip(values, base, strict=False) if is_number(v) and b]
+            if len(pairs) < 2 or len(pairs) != len(values) or len(values) != len(base):
+                continue
+            spread = f"{min(pairs):.3f}-{max(pairs):.3f}"
+            above = sum(r >= 1.0 for r in pairs)
+            out.append(
+                f"{label}, {name}/{baseline} per repeat: median {statistics.median(pairs):.3f}, "
+                f"range {spread}, {above} of {len(pairs)} at or above 1"
+            )
+    return out
+
+
 def failures(results: Results) -> list[str]:
     """One line per target and scenario whose replies broke the contract."""
     found = []

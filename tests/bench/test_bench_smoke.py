@@ -293,6 +293,19 @@ def test_the_table_shows_medians_and_ratios_and_failures_are_counted() -> None:
     assert report.failures(results) == ["old: 2 bad in scenario (a)"]
 
 
+def test_paired_ratios_compare_each_repeat_with_its_neighbour() -> None:
+    # The machine sped up between repeats: each pair is 0.9, the medians' ratio is not.
+    results = {
+        "old": {"a.ok_rps": [1000.0, 2000.0, 3000.0], "b.ok_rps": [10.0, 10.0]},
+        "new": {"a.ok_rps": [900.0, 1800.0, 2700.0], "b.ok_rps": [11.0]},
+    }
+    lines = report.paired(results, ["old", "new"], "old")
+    assert lines == [  # (b) has a repeat missing on one side: no line
+        "(a) SendMessage req/s, new/old per repeat: median 0.900, range 0.900-0.900, "
+        "0 of 3 at or above 1"
+    ]
+
+
 def test_a_py_spy_profile_is_folded_by_package_and_frame() -> None:
     site = "/v/lib/python3.11/site-packages"
     raw = (
