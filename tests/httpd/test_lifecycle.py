@@ -328,12 +328,17 @@ async def test_a_long_answer_outlasts_every_time_limit() -> None:
 async def test_many_idle_connections_are_closed_and_their_descriptors_freed() -> None:
     before = open_fds()
     async with serving(EchoApp(), idle_timeout=0.3) as (server, port):
-        conns = [await Client.connect(port) for _ in range(200)]
+        conns: list[Client] = []
         try:
-            for conn in conns[::2]:
-                await conn.send(get())
-            # No wait for all 200 to be held at once: on a loaded machine opening them takes
-            # longer than the idle limit, so the first may already be closed. Each one being
+            for i in range(200):
+                conn = await Client.connect(port)
+                conns.append(conn)
+                if i % 2 == 0:
+                    # Sent as soon as it is open: on a loaded machine opening all 200 takes
+                    # longer than the idle limit, and a request sent after that would meet a
+                    # connection already closed for being idle (rightly: no answer is due).
+                    await conn.send(get())
+            # No wait for all 200 to be held at once, for the same reason. Each one being
             # closed by the server (below) is what shows it was accepted and timed out.
             closed = await asyncio.gather(*(conn.closed() for conn in conns))
             assert all(closed)
