@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -34,7 +35,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,13 +43,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: the checkout's bench package
 
 from bench.harness import revisions  # noqa: E402
+from bench.harness.client import request_body  # noqa: E402
 from bench.harness.proc import free_port  # noqa: E402
-from bench.harness.targets import jsonrpc_url  # noqa: E402
+from bench.harness.targets import get_json, jsonrpc_url, rpc  # noqa: E402
 
 AGENT = "bench.echo_agent:agent"
 READY_S = 300.0  # start-up under valgrind takes a while
 # cachegrind's weighting of its counts into an estimate of cycles.
 L1_MISS_COST, LL_MISS_COST = 10, 100
+STREAMING, STREAM_CHUNKS = "SendStreamingMessage", 20
 EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
 
 
@@ -84,22 +87,15 @@ class Cost:
 
 
 def _body(method: str, task_id: str, tag: str, n: int) -> bytes:
-    if method == "GetTask":
-        params: dict[str, object] = {"id": task_id}
-    else:
-        message: dict[str, object] = {
-            "messageId": f"cost-{tag}-{n}",
-            "role": "ROLE_USER",
-            "parts": [{"text": "hello bench"}],
-        }
-        if method == "SendStreamingMessage":
-            message["metadata"] = {"chunks": 20}
-        params = {"message": message}
-    return json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}).encode()
+    if method != "GetTask":  # the harness's own send body (its messageIds: bench-TAG-N)
+        return request_body(method, n, tag, STREAM_CHUNKS if method == STREAMING else 0)
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": n, "method": method, "params": {"id": task_id}}
+    ).encode()
 
 
 def _request(path: str, host: str, method: str, body: bytes) -> bytes:
-    accept = "text/event-stream" if method == "SendStreamingMessage" else "application/json"
+    accept = "text/event-stream" if method == STREAMING else "application/json"
     head = (
         f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
         f"Accept: {accept}\r\nA2A-Version: 1.0\r\nContent-Length: {len(body)}\r\n\r\n"
@@ -157,55 +153,68 @@ def _wait_ready(base: str, proc: subprocess.Popen[bytes]) -> str:
         if proc.poll() is not None:
             raise RuntimeError(f"the server exited ({proc.returncode}) before it was ready")
         try:
-            with urllib.request.urlopen(f"{base}/.well-known/agent-card.json", timeout=5) as r:
-                return jsonrpc_url(json.loads(r.read()), base)
-        except OSError:
+            return jsonrpc_url(get_json(f"{base}/.well-known/agent-card.json", timeout=5), base)
+        except (OSError, ValueError):
             time.sleep(0.5)
     raise RuntimeError("the server was not ready in time")
 
 
-def _first_task(url: str) -> str:
-    body = _body("SendMessage", "", secrets.token_hex(4), 0)
-    request = urllib.request.Request(
-        url, body, {"Content-Type": "application/json", "A2A-Version": "1.0"}
+@dataclass(frozen=True)
+class Running:
+    pid: int
+    url: str
+    task_id: str  # GetTask's (a task made by one SendMessage), else ""
+
+
+@contextlib.contextmanager
+def _warmed(
+    server: Server, args: argparse.Namespace, prefix: list[str] | None = None
+) -> Iterator[Running]:
+    """The server (after ``prefix``: valgrind) started, ready and warmed up; stopped after."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [*(prefix or []), *server.argv(port)],
+        env=server.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    with urllib.request.urlopen(request, timeout=60) as r:
-        return str(json.loads(r.read())["result"]["task"]["id"])
+    try:
+        url = _wait_ready(base, proc)
+        task_id = ""
+        if args.method == "GetTask":
+            first = json.loads(_body("SendMessage", "", "first", 0))["params"]
+            task_id = str(rpc(url, "SendMessage", first)["result"]["task"]["id"])
+        running = Running(proc.pid, url, task_id)
+        _send(running, args, args.warmup)
+        yield running
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def _send(running: Running, args: argparse.Namespace, count: int) -> None:
+    asyncio.run(_drive(running.url, args.method, running.task_id, count, args.connections))
 
 
 def measure(server: Server, args: argparse.Namespace) -> Cost:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="pw-cost-") as tmp:
         out = Path(tmp) / "callgrind.out"
-        argv = [
+        valgrind = [
             "valgrind", "--tool=callgrind", "--cache-sim=yes", f"--callgrind-out-file={out}",
-            "--dump-instr=no", "--compress-strings=no", *server.argv(port),
+            "--dump-instr=no", "--compress-strings=no",
         ]  # fmt: skip
-        proc = subprocess.Popen(
-            argv, env=server.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        try:
-            url = _wait_ready(base, proc)
-            task_id = _first_task(url) if args.method == "GetTask" else ""
-            asyncio.run(_drive(url, args.method, task_id, args.warmup, args.connections))
-            _control("--zero", proc.pid)
-            asyncio.run(_drive(url, args.method, task_id, args.requests, args.connections))
+        with _warmed(server, args, valgrind) as running:
+            _control("--zero", running.pid)
+            _send(running, args, args.requests)
             before = set(Path(tmp).iterdir())
-            _control("--dump", proc.pid)
+            _control("--dump", running.pid)
             dumps = sorted(set(Path(tmp).iterdir()) - before)
-        finally:
-            _stop(proc)
         if not dumps:
             raise RuntimeError("callgrind wrote no dump")
         totals = _totals(dumps[-1])
@@ -231,27 +240,17 @@ def _totals(dump: Path) -> dict[str, float]:
 
 def syscalls(server: Server, args: argparse.Namespace) -> float:
     """System calls per request, by strace -c over the measured requests (no valgrind)."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        server.argv(port), env=server.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
     with tempfile.TemporaryDirectory(prefix="pw-strace-") as tmp:
         report = Path(tmp) / "strace.txt"
-        try:
-            url = _wait_ready(base, proc)
-            task_id = _first_task(url) if args.method == "GetTask" else ""
-            asyncio.run(_drive(url, args.method, task_id, args.warmup, args.connections))
+        with _warmed(server, args) as running:
             tracer = subprocess.Popen(
-                ["strace", "-c", "-f", "-o", str(report), "-p", str(proc.pid)],
+                ["strace", "-c", "-f", "-o", str(report), "-p", str(running.pid)],
                 stderr=subprocess.DEVNULL,
             )
             time.sleep(1.0)  # strace attaches
-            asyncio.run(_drive(url, args.method, task_id, args.requests, args.connections))
+            _send(running, args, args.requests)
             tracer.send_signal(signal.SIGINT)
             tracer.wait(timeout=30)
-        finally:
-            _stop(proc)
         # The last row: "100.00  SECONDS  USECS  CALLS  [ERRORS]  total".
         last_row = r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?total$"
         total = re.search(last_row, report.read_text(), re.M)
