@@ -218,6 +218,9 @@ def measure(server: Server, args: argparse.Namespace) -> Cost:
         if not dumps:
             raise RuntimeError("callgrind wrote no dump")
         totals = _totals(dumps[-1])
+        if args.keep is not None:  # for callgrind_annotate: where the counts went
+            args.keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(dumps[-1], args.keep / f"callgrind.{server.name}.{args.method}")
     return Cost({k: totals[k] / args.requests for k in EVENTS})
 
 
@@ -270,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--with-metrics", action="store_true", help="also the tree with metrics")
     parser.add_argument("--syscalls", action="store_true", help="also count system calls")
+    parser.add_argument(
+        "--keep", type=Path, help="copy each callgrind dump here (read with callgrind_annotate)"
+    )
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         parser.error("valgrind is needed (apt-get install valgrind)")

@@ -114,6 +114,7 @@ _STATUS_LINES = {
     for status in http.HTTPStatus
 }
 _CHUNK_END = b"0\r\n\r\n"
+_COMMA = ord(",")
 _METHODS = {m.encode(): m for m in ("GET", "POST", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS")}
 # Header names whose values decide the framing (or a 100 Continue): looked at as they come.
 _FRAMING_NAMES = frozenset(
@@ -456,6 +457,20 @@ def _request_of(callable_: object) -> _Request | None:
 class H1Connection(asyncio.Protocol):
     """One HTTP/1.1 connection serving ``shared.app``."""
 
+    # Slots: with this many attributes an instance dict stops sharing its keys (CPython
+    # shares at most 30), and every ``self._x`` on the hot path would take the slower lookup.
+    __slots__ = (
+        "_active", "_body_at", "_body_seen", "_broken", "_client_address", "_continue_wanted",
+        "_drain_waiter", "_eof", "_error", "_extensions", "_framing", "_head_at",
+        "_head_bytes", "_head_open", "_head_partial", "_headers", "_hosts", "_idle_since",
+        "_idle_timeout", "_linger_until", "_lingering", "_lost", "_max_body_bytes",
+        "_max_head_bytes", "_max_headers", "_on_lost", "_parser", "_parsing", "_pending_body",
+        "_pending_head", "_pipeline", "_read_paused", "_reframe_head", "_reframing",
+        "_refusal", "_server_address", "_special", "_task", "_timer", "_timer_at", "_tls",
+        "_transfer_codings", "_transport", "_upgrade_asked", "_url", "closing", "loop",
+        "shared", "write_paused",
+    )  # fmt: skip
+
     def __init__(self, shared: ConnectionSet, loop: asyncio.AbstractEventLoop) -> None:
         self.shared = shared
         self.loop = loop
@@ -648,7 +663,9 @@ class H1Connection(asyncio.Protocol):
                     raise self._too_large()
             elif name == b"host":
                 # A list ("a, b") names two hosts, as two fields do (RFC 9112 §3.2: 400 both).
-                self._hosts += 1 if b"," not in value else 2
+                # The byte's value, not b",": CPython's bytes ``in`` first tries its operand
+                # as an integer, making and dropping a TypeError for a bytes one.
+                self._hosts += 1 if _COMMA not in value else 2
             else:
                 self._framing_header(name, value)
         headers.append((name, value))

@@ -69,14 +69,16 @@ class Headers:
 
     def __init__(self, scope: Scope) -> None:
         self.content_type: bytes | None = None
-        self.content_length: int | None = None
+        # As sent: read_body parses it only when the body is not all here already (the
+        # server has checked it then, and the body's length is what counts).
+        self.content_length: bytes | None = None
         self.version: str | None = None
         self.extensions: list[str] = []
         for name, value in scope["headers"]:
             if name == b"content-type":
                 self.content_type = value
             elif name == b"content-length":
-                self.content_length = int(value) if value.isdigit() else None
+                self.content_length = value
             elif name == b"a2a-version":
                 self.version = value.decode("latin-1")
             elif name == b"a2a-extensions":
@@ -107,14 +109,17 @@ def is_json(content_type: bytes | None) -> bool:
     return media in _JSON_TYPES
 
 
-async def read_body(receive: Receive, limit: int, declared: int | None) -> bytes:
-    if declared is not None and declared > limit:
-        raise BodyTooLarge
+async def read_body(receive: Receive, limit: int, declared: bytes | None) -> bytes:
+    """The request's body, at most ``limit`` bytes (``declared``: its Content-Length, as
+    sent): ``BodyTooLarge`` beyond, before reading any when the declared length says so;
+    ``BodyCutShort`` when the client left before its end."""
     body = take_whole_body(receive)  # peerwire's server, the body all here: no message
     if body is not None:
         if len(body) > limit:
             raise BodyTooLarge
         return body
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge
     message = await receive()
     if message["type"] != "http.request":
         raise BodyCutShort
