@@ -20,5 +20,5 @@ def test_a_connection_has_no_instance_dict() -> None:
     finally:
         loop.close()
     assert not hasattr(connection, "__dict__")
-    # Every attribute __init__ sets is a slot (a missing one would have raised above).
+    # Every slot is set by __init__ (an attribute it sets outside the slots raises above).
     assert all(hasattr(connection, name) for name in H1Connection.__slots__)
