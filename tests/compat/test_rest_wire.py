@@ -215,6 +215,19 @@ async def test_errors_are_0_3_documents(agent: Agent) -> None:
     assert card.status_code == 400 and card.json()["code"] == -32004
 
 
+async def test_path_ids_are_decoded_by_the_1_0_rules(agent: Agent) -> None:
+    # The same decoder as 1.0's: an invalid escape is an error naming the field, never a
+    # lookup of a garbled id.
+    async with wire(agent) as w:
+        bad_escape = await w.http.get(w.url + BASE + "/tasks/ab%zz")
+        not_utf8 = await w.http.get(w.url + BASE + "/tasks/%ff")
+    for response, words in ((bad_escape, "percent-encoded"), (not_utf8, "UTF-8")):
+        assert response.status_code == 400, response.text
+        body = response.json()
+        assert body["code"] == -32602
+        assert "id" in body["message"] and words in body["message"]
+
+
 async def test_a_1_0_request_to_a_tenant_called_v1_stays_1_0(agent: Agent) -> None:
     message = {
         "messageId": "t-1",

@@ -315,7 +315,7 @@ def match_route(method: str, path: str) -> RouteMatch | MethodNotAllowed:
             ]
             for sibling in siblings:
                 if sibling.method == method:
-                    decoded = {name: _decode_segment(name, raw) for name, raw in values.items()}
+                    decoded = {name: decode_path_segment(name, raw) for name, raw in values.items()}
                     return RouteMatch(sibling, decoded)
             return MethodNotAllowed(path, method, tuple(r.method for r in siblings))
     raise _not_found(method, path)
@@ -327,7 +327,10 @@ def _not_found(method: str, path: str) -> MethodNotFoundError:
     )
 
 
-def _decode_segment(name: str, raw: str) -> str:
+def decode_path_segment(name: str, raw: str) -> str:
+    """One path segment's value, percent-decoded as UTF-8: ``InvalidParamsError`` naming
+    ``name`` when it is not validly percent-encoded, not UTF-8, or empty. Every REST codec
+    (1.0 and 0.3) decodes its path values with it."""
     if _HEX_ESCAPE.search(raw):
         raise _invalid(name, "is not validly percent-encoded in the path")
     try:

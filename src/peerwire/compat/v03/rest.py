@@ -31,11 +31,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote
+from urllib.parse import parse_qsl, quote
 
 import msgspec
 
-from ...bindings.rest import HttpRequest, MethodNotAllowed
+from ...bindings.rest import HttpRequest, MethodNotAllowed, decode_path_segment
 from ...errors import FieldViolation, InvalidParamsError, JSONParseError, UnsupportedOperationError
 from ...types import (
     CancelTaskRequest,
@@ -115,13 +115,7 @@ class RouteMatch:
 
 
 def _segment(raw: str, name: str) -> str:
-    try:
-        value = unquote(raw, errors="strict")
-    except UnicodeDecodeError:
-        raise _invalid(name, "is not UTF-8 in the path") from None
-    if not value:
-        raise _invalid(name, "must not be empty in the path")
-    return value
+    return decode_path_segment(name, raw)
 
 
 def _invalid(name: str, description: str) -> InvalidParamsError:
