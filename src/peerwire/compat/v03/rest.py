@@ -114,10 +114,6 @@ class RouteMatch:
 # -- server side: matching -------------------------------------------------------------------
 
 
-def _segment(raw: str, name: str) -> str:
-    return decode_path_segment(name, raw)
-
-
 def _invalid(name: str, description: str) -> InvalidParamsError:
     return InvalidParamsError(
         f"Invalid parameters: {name} {description}",
@@ -153,14 +149,18 @@ def match_route(method: str, path: str) -> RouteMatch | MethodNotAllowed | None:
     if count == 2:
         head, colon, verb = segments[1].rpartition(":")
         if colon and verb == "cancel":
-            return _by_verb(path, method, {"POST": "CancelTask"}, task_id=_segment(head, "id"))
+            return _by_verb(
+                path, method, {"POST": "CancelTask"}, task_id=decode_path_segment("id", head)
+            )
         if colon and verb == "subscribe":
             verbs = {"GET": "SubscribeToTask", "POST": "SubscribeToTask"}
-            return _by_verb(path, method, verbs, task_id=_segment(head, "id"))
-        return _by_verb(path, method, {"GET": "GetTask"}, task_id=_segment(segments[1], "id"))
+            return _by_verb(path, method, verbs, task_id=decode_path_segment("id", head))
+        return _by_verb(
+            path, method, {"GET": "GetTask"}, task_id=decode_path_segment("id", segments[1])
+        )
     if segments[2] != "pushNotificationConfigs" or count > 4:
         return None
-    task_id = _segment(segments[1], "id")
+    task_id = decode_path_segment("id", segments[1])
     if count == 3:
         verbs = {
             "POST": "CreateTaskPushNotificationConfig",
@@ -169,7 +169,7 @@ def match_route(method: str, path: str) -> RouteMatch | MethodNotAllowed | None:
         return _by_verb(path, method, verbs, task_id=task_id)
     verbs = {"GET": "GetTaskPushNotificationConfig", "DELETE": "DeleteTaskPushNotificationConfig"}
     return _by_verb(
-        path, method, verbs, task_id=task_id, config_id=_segment(segments[3], "configId")
+        path, method, verbs, task_id=task_id, config_id=decode_path_segment("configId", segments[3])
     )
 
 
