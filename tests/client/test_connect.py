@@ -89,6 +89,21 @@ async def test_bindings_restrict_the_choice(agent: Agent) -> None:
     assert "JSONRPC" in available_bindings()
 
 
+@pytest.mark.parametrize("name", ["rest", "REST", "http+json", "HTTP+JSON"])
+async def test_bindings_take_the_cli_names_too(agent: Agent, name: str) -> None:
+    async with connected("live", agent, bindings=[name]) as client:
+        assert client.interface.protocol_binding == "HTTP+JSON"
+        task = await client.send("hi", skill="echo")
+        assert isinstance(task, Task) and task.artifacts[0].text == "hi"
+
+
+async def test_an_unknown_binding_name_lists_the_valid_ones(agent: Agent) -> None:
+    with pytest.raises(ValueError, match="unknown binding 'soap'") as caught:
+        async with connected("inprocess", agent, bindings=["soap"]):
+            pass
+    assert "rest" in str(caught.value) and "HTTP+JSON" in str(caught.value)
+
+
 async def test_registered_transports_plug_in(agent: Agent) -> None:
     binding = "urn:example:jsonrpc-twin"
     built: list[TransportSettings] = []

@@ -64,7 +64,7 @@ from ._follow import Payload, TaskFollower
 from ._inprocess import ASGIApp, StreamingASGITransport
 from ._leaving import RemoteCancels
 from ._messages import Content, FileLike, build_message
-from ._registry import spoken_versions, transport_factory, unavailable_reason
+from ._registry import available_bindings, spoken_versions, transport_factory, unavailable_reason
 from .transports._exchange import HTTPExchange, HttpxExchange, PooledExchange
 from .transports._limits import DEFAULT_LIMITS, ClientLimits
 from .transports.base import CallOptions, Transport, TransportSettings
@@ -184,7 +184,9 @@ class Client:
 
         ``url`` is the agent's base URL (its card is at ``/.well-known/agent-card.json``) or the
         card's own URL. The interface is the first in the card's ``supportedInterfaces`` (their
-        order is the agent's preference) whose binding is in ``bindings`` and available here,
+        order is the agent's preference) whose binding is in ``bindings`` (binding strings such
+        as ``Binding.HTTP_JSON``, or the CLI's names ``jsonrpc``, ``rest``, ``grpc``; another
+        name raises ``ValueError`` listing the valid ones) and available here,
         at protocol version 1.0 or 0.3: an A2A 0.3 agent (its card, its interfaces) is spoken
         to in 0.3 and answers with the same ``peerwire.types`` (docs/COMPATIBILITY.md).
         ``transport`` skips that choice and uses the one given (the
@@ -232,7 +234,7 @@ class Client:
                 url,
                 transport=transport,
                 app=app,
-                bindings=tuple(bindings),
+                bindings=_binding_strings(bindings),
                 timeout=timeout,
                 stream_idle_timeout=stream_idle_timeout,
                 headers=dict(headers or {}),
@@ -1095,6 +1097,15 @@ def _signature_check(trust: Trust, url: str) -> CardCheck:
             raise CardSignatureError(f"{exc.message} (agent card at {url})", url=url) from None
 
     return check
+
+
+def _binding_strings(bindings: Sequence[str]) -> tuple[str, ...]:
+    """``bindings`` as the card's binding strings: the CLI's names (``rest``) are taken too, and
+    a binding registered with ``register_transport`` as it is."""
+    if isinstance(bindings, str):
+        raise TypeError(f"bindings must be a sequence of names, not the string {bindings!r}")
+    custom = {b for v in spoken_versions() for b in available_bindings(v)}
+    return tuple(name if name in custom else Binding.named(name) for name in bindings)
 
 
 def _choose(

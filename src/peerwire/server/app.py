@@ -24,6 +24,7 @@ from ..ops.logs import ACCESS_LOGGER, LogFormat, describe_backend
 from ..ops.metrics import Metrics, metrics_available
 from ..ops.metrics_http import METRICS_PATH, MetricsEndpoint, MetricsPort
 from ..types import AgentCard, AgentInterface, Binding
+from ..types.card import BINDING_NAMES
 from ._mount import under_prefix
 from .agent import Agent
 from .asgi import A2AApp
@@ -55,7 +56,7 @@ ExtendedCard = (
 principal (and, when it takes two arguments, of the public card) returning theirs."""
 
 # The names ``interface_order=`` (``peerwire serve --interfaces``) orders the card's list by.
-INTERFACE_NAMES = {"jsonrpc": Binding.JSONRPC, "rest": Binding.HTTP_JSON, "grpc": Binding.GRPC}
+INTERFACE_NAMES = BINDING_NAMES
 
 
 def open_bus(spec: str) -> EventBus:

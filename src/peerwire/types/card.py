@@ -8,6 +8,7 @@ from ._base import Model
 from .security import SecurityRequirement, SecurityScheme
 
 __all__ = [
+    "BINDING_NAMES",
     "AgentCapabilities",
     "AgentCard",
     "AgentCardSignature",
@@ -25,6 +26,23 @@ class Binding:
     JSONRPC = "JSONRPC"
     GRPC = "GRPC"
     HTTP_JSON = "HTTP+JSON"
+
+    @classmethod
+    def named(cls, name: str) -> str:
+        """The binding string for ``name``: a short name (``jsonrpc``, ``rest``, ``grpc``, as
+        ``peerwire serve --interfaces`` and ``--binding`` take) or a binding string itself,
+        in any case. An unknown name raises ``ValueError`` listing the valid ones."""
+        folded = name.strip().lower()
+        binding = BINDING_NAMES.get(folded) or _BY_FOLDED.get(folded)
+        if binding is None:
+            valid = ", ".join([*BINDING_NAMES, *BINDING_NAMES.values()])
+            raise ValueError(f"unknown binding {name!r} (valid: {valid})")
+        return binding
+
+
+# The short names of the bindings, in their default order of preference.
+BINDING_NAMES = {"jsonrpc": Binding.JSONRPC, "rest": Binding.HTTP_JSON, "grpc": Binding.GRPC}
+_BY_FOLDED = {binding.lower(): binding for binding in BINDING_NAMES.values()}
 
 
 class AgentInterface(Model, frozen=True, kw_only=True):
