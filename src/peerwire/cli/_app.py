@@ -15,6 +15,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Click's own help wraps long option names and text to the terminal; rich's tables cut
+    # them short ("--message-retent…") at 80 columns.
+    rich_markup_mode=None,
 )
 
 

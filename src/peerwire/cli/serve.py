@@ -43,7 +43,11 @@ def load_agent(target: str) -> Agent:
         raise typer.BadParameter(
             f"cannot import {module_name!r}: {exc}", param_hint="TARGET"
         ) from None
-    agent = getattr(module, attribute, None)
+    if not hasattr(module, attribute):
+        raise typer.BadParameter(
+            f"module {module_name!r} has no attribute {attribute!r}", param_hint="TARGET"
+        )
+    agent = getattr(module, attribute)
     if not isinstance(agent, Agent):
         raise typer.BadParameter(
             f"{target!r} is not a peerwire Agent (found {type(agent).__name__})",
