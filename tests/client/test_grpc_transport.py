@@ -31,6 +31,7 @@ from peerwire.client.transports.grpc import GrpcTransport, create_transport, grp
 from peerwire.errors import (
     A2AConnectionError,
     A2ATimeoutError,
+    InvalidRequestError,
     InvalidResponseError,
     MethodNotFoundError,
     ServerBusyError,
@@ -42,6 +43,7 @@ from peerwire.types import (
     AgentInterface,
     Binding,
     GetTaskRequest,
+    Part,
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
@@ -324,6 +326,40 @@ async def test_garbage_answers_are_invalid_responses() -> None:
             with pytest.raises(InvalidResponseError, match="not a valid Task") as exc:
                 await get_task(client)
             assert exc.value.url == peer.url
+
+
+async def test_a_request_past_the_servers_limit_is_a_request_error(agent: Agent) -> None:
+    limit = 64 * 1024
+    big = Part(raw=b"x" * (2 * limit), filename="big.bin", media_type="application/octet-stream")
+    async with (
+        live_server(agent, grpc_port=0, max_body_bytes=limit) as url,
+        Client.connect(url, bindings=[Binding.GRPC]) as client,
+    ):
+        with pytest.raises(InvalidRequestError) as caught:
+            await client.send([Part(text="here"), big], skill="files")
+        assert f"larger than the {limit} bytes the server accepts" in caught.value.message
+        with pytest.raises(InvalidRequestError):
+            async for _ in client.stream([Part(text="here"), big], skill="files"):
+                pass
+
+
+async def test_an_answer_past_the_receive_limit_is_an_invalid_response() -> None:
+    large = Task(
+        id="t-1",
+        context_id="c-1",
+        status=TaskStatus(state=TaskState.WORKING),
+        metadata={"padding": "x" * 4096},
+    )
+
+    async def answer_large(payload: bytes, context: Any) -> bytes:
+        return to_bytes(large)
+
+    async with (
+        fake_peer(unary=answer_large) as peer,
+        transport(peer.url, max_receive_bytes=1024) as client,
+    ):
+        with pytest.raises(InvalidResponseError, match=r"max_receive_bytes \(1024 bytes\)"):
+            await get_task(client)
 
 
 async def test_unary_timeout_is_a2a_timeout() -> None:

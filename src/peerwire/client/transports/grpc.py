@@ -31,6 +31,7 @@ Decisions the spec leaves open:
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, TypeVar, cast
 
@@ -46,6 +47,7 @@ from ...errors import (
     A2AError,
     A2ATimeoutError,
     AuthenticationError,
+    InvalidRequestError,
     InvalidResponseError,
     MethodNotFoundError,
     PeerwireError,
@@ -147,7 +149,7 @@ class GrpcTransport:
         try:
             answer = await method(payload, metadata=self._metadata(options), timeout=timeout)
         except grpc.aio.AioRpcError as exc:
-            raise self._failure(exc, operation, operation) from None
+            raise self._failure(exc, operation, operation, len(payload)) from None
         return cast(T, self._answer(rpc, answer, operation))
 
     async def stream(
@@ -168,7 +170,9 @@ class GrpcTransport:
                         url=self.url,
                     ) from None
                 except grpc.aio.AioRpcError as exc:
-                    raise self._failure(exc, f"the {operation} stream", operation) from None
+                    raise self._failure(
+                        exc, f"the {operation} stream", operation, len(payload)
+                    ) from None
                 if raw is grpc.aio.EOF:
                     return
                 yield self._answer(rpc, raw, operation)
@@ -228,11 +232,16 @@ class GrpcTransport:
             url=self.url,
         )
 
-    def _failure(self, exc: grpc.aio.AioRpcError, what: str, operation: str) -> PeerwireError:
+    def _failure(
+        self, exc: grpc.aio.AioRpcError, what: str, operation: str, sent: int
+    ) -> PeerwireError:
         code = exc.code()
         message = exc.details() or ""
         details = _trailer(exc.trailing_metadata(), DETAILS_KEY)
         if not details:
+            too_large = _TOO_LARGE.search(message)
+            if code is grpc.StatusCode.RESOURCE_EXHAUSTED and too_large is not None:
+                return self._too_large(what, int(too_large[1]), int(too_large[2]), sent)
             if code is grpc.StatusCode.DEADLINE_EXCEEDED:
                 return A2ATimeoutError(f"{what} to {self.url} timed out", url=self.url)
             if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
@@ -245,6 +254,25 @@ class GrpcTransport:
                     )
                 return A2AConnectionError(f"{what} to {self.url} failed: {detail}", url=self.url)
         return self._status(code.value[0], message, details, operation)
+
+    def _too_large(self, what: str, size: int, limit: int, sent: int) -> PeerwireError:
+        """gRPC's own size refusal, on either side, as the error the HTTP bindings give."""
+        if size == sent:
+            # The request is one message of exactly that size: the server refused it, as an
+            # HTTP binding would with 413 and InvalidRequestError.
+            return InvalidRequestError(
+                f"Request payload validation error: {what} to {self.url} is {size} bytes, "
+                f"larger than the {limit} bytes the server accepts"
+            )
+        return InvalidResponseError(
+            f"{what} to {self.url}: the answer is {size} bytes, larger than this transport's "
+            f"max_receive_bytes ({limit} bytes)",
+            url=self.url,
+        )
+
+
+# gRPC core's words when a message exceeds a receive limit, on the client or the server.
+_TOO_LARGE = re.compile(r"larger than max \((\d+) vs\. (\d+)\)")
 
 
 def _tls_trouble(message: str) -> bool:
