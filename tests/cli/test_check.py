@@ -6,8 +6,12 @@ from __future__ import annotations
 import json
 import socket
 
+import httpx
 import pytest
 
+from peerwire.client import CardCache, Client
+from peerwire.samples.glossary import agent as glossary_agent
+from peerwire.testing import live_server
 from tests.inspector.broken_agent import serve_broken_agent
 
 from ._secured import ALICE_TOKEN
@@ -91,3 +95,44 @@ async def test_a_timeout_of_zero_is_bad_usage() -> None:
     ran = await invoke("check", "http://127.0.0.1:1", "--timeout", "0")
 
     assert ran.code == 2
+
+
+def _error_counts(metrics_text: str) -> list[str]:
+    """The request counter's lines for refused or failed requests (outcome other than ok)."""
+    return sorted(
+        line
+        for line in metrics_text.splitlines()
+        if line.startswith("peerwire_requests_total{") and 'outcome="ok"' not in line
+    )
+
+
+async def test_read_only_leaves_the_tasks_and_the_error_counters_as_they_were() -> None:
+    async with (
+        live_server(glossary_agent, grpc_port=0, shutdown_grace=1.0) as url,
+        httpx.AsyncClient() as http,
+        Client.connect(url, card_cache=CardCache()) as client,
+    ):
+        await client.send("agent", skill="define")
+        tasks_before = [task.id for task in await client.list_tasks()]
+        errors_before = _error_counts((await http.get(url + "/metrics")).text)
+
+        ran = await invoke("check", url, "--read-only", "--timeout", TIMEOUT)
+
+        assert ran.code == 0, (ran.out, ran.err)
+        assert "read-only: the card only, nothing sent to the agent" in ran.out
+        assert "selfcheck.read_only" in ran.out and "card.fields" in ran.out
+        assert "interfaces.reachable" not in ran.out
+        assert [task.id for task in await client.list_tasks()] == tasks_before
+        assert _error_counts((await http.get(url + "/metrics")).text) == errors_before
+
+        probing = await invoke("check", url, "--json", "--timeout", TIMEOUT)
+        assert json.loads(probing.out)["read_only"] is False
+        assert _error_counts((await http.get(url + "/metrics")).text) != errors_before
+        assert len(await client.list_tasks()) > len(tasks_before)
+
+
+async def test_check_help_says_that_it_acts_on_the_agent_by_default() -> None:
+    ran = await invoke("check", "--help", env={"COLUMNS": "200"})
+    said = " ".join(ran.out.split())
+    assert "By default this acts on the agent" in said
+    assert "--read-only" in said and "Default: the interfaces are probed and messages sent" in said

@@ -46,6 +46,14 @@ def check_command(
             help="Seconds each request (and each stream) to the agent may take.",
         ),
     ] = 10.0,
+    read_only: Annotated[
+        bool,
+        typer.Option(
+            "--read-only",
+            help="Check the card only and send the agent no request: no message, no task, "
+            "nothing it refuses. Default: the interfaces are probed and messages sent.",
+        ),
+    ] = False,
     header: HeaderOption = None,
     bearer: BearerOption = None,
     api_key: ApiKeyOption = None,
@@ -58,6 +66,9 @@ def check_command(
     streamed message per binding (a Task first, its updates, a closing state). It sends
     nothing else: GetTask of random ids, one body that is not JSON per HTTP interface, one
     short message per binding (a task left unfinished is canceled).
+
+    By default this acts on the agent: the messages create tasks on it, and the requests it
+    refuses count in its error metrics. --read-only checks the card only and sends nothing.
     """
     auth = caller_auth(header, bearer, api_key)
 
@@ -66,19 +77,26 @@ def check_command(
 
         credentials = auth.credentials.credentials if auth.credentials is not None else ()
         report = await run_self_check(
-            url, credentials=credentials, timeout=timeout, headers=auth.headers
+            url,
+            credentials=credentials,
+            timeout=timeout,
+            headers=auth.headers,
+            read_only=read_only,
         )
         document = report.to_json()
+        document["read_only"] = read_only
         if json:
             typer.echo(auth.redact(json_module.dumps(document, ensure_ascii=False)))
         else:
-            _print_report(console(), document, auth)
+            _print_report(console(), document, auth, read_only)
         return EXIT_OK if report.ok else EXIT_ERROR
 
     run(main, auth)
 
 
-def _print_report(out: Console, document: dict[str, object], auth: CallerAuth) -> None:
+def _print_report(
+    out: Console, document: dict[str, object], auth: CallerAuth, read_only: bool
+) -> None:
     findings = document["findings"]
     assert isinstance(findings, list)
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -96,6 +114,15 @@ def _print_report(out: Console, document: dict[str, object], auth: CallerAuth) -
             Text(auth.redact(finding["title"])),
         )
     out.print(Text(f"Self-check of {document['url']}", style="bold"))
+    out.print(
+        Text(
+            "read-only: the card only, nothing sent to the agent"
+            if read_only
+            else "probing: requests and one message per binding were sent to the agent "
+            "(--read-only sends none)",
+            style="dim",
+        )
+    )
     out.print(table)
     problems = [f for f in findings if not f["ok"]]
     if problems:

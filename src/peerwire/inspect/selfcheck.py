@@ -50,8 +50,14 @@ async def run_self_check(
     credentials: Sequence[Credential] = (),
     timeout: float = 10.0,
     headers: Mapping[str, str] | None = None,
+    read_only: bool = False,
 ) -> SelfCheckReport:
     """Check the agent at ``url`` (its base URL or its card's URL).
+
+    ``read_only`` checks the card only (fields, interfaces, skills, security, signature) and
+    sends the agent no A2A request: no message, so no task, and nothing it refuses, so none
+    of its error counters move. The interfaces are not probed; a ``selfcheck.read_only``
+    note says so.
 
     ``credentials`` (``peerwire.client.auth`` credentials: ``BearerToken``, ``APIKey``,
     ``OAuth2ClientCredentials``, ``ClientCertificate`` ...) are presented where the card asks
@@ -63,7 +69,7 @@ async def run_self_check(
         raise ValueError("timeout must be positive")
     report = SelfCheckReport(url)
     try:
-        await _check(report, url, tuple(credentials), timeout, dict(headers or {}))
+        await _check(report, url, tuple(credentials), timeout, dict(headers or {}), read_only)
     except Exception as exc:  # a bug of ours must still end in a report, and say so
         report.findings.append(
             failed(
@@ -83,6 +89,7 @@ async def _check(
     credentials: tuple[Credential, ...],
     timeout: float,
     headers: dict[str, str],
+    read_only: bool,
 ) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -108,6 +115,18 @@ async def _check(
         report.extend(card_findings(document))
         report.extend(security_findings(document))
         report.extend(await signature_findings(document, timeout))
+        if read_only:
+            report.findings.append(
+                failed(
+                    "selfcheck.read_only",
+                    "info",
+                    "The interfaces were not probed (read-only)",
+                    "Only the card was checked: no request was sent to the agent's "
+                    "interfaces. Without --read-only the self-check sends GetTask of random "
+                    "ids, malformed bodies and one streamed message per binding.",
+                )
+            )
+            return
         auth, unusable = await _auth_for(document, chosen, headers)
         if unusable is not None:
             report.findings.append(unusable)
