@@ -306,3 +306,19 @@ async def test_an_allowed_jku_serving_other_keys_does_not_verify(keys: Keys) -> 
 def test_jku_allow_list_entries_must_be_https_or_loopback() -> None:
     with pytest.raises(ValueError, match="https"):
         Trust(jku_allowlist=["http://keys.example/"])
+
+
+@pytest.mark.parametrize(
+    ("key", "alg"),
+    [
+        (ECKey.generate_key("P-256"), "ES256"),
+        (RSAKey.generate_key(2048), "RS256"),
+        (OKPKey.generate_key("Ed25519"), "Ed25519"),
+    ],
+)
+def test_a_pem_private_key_signs_as_text_or_bytes(key: Any, alg: str) -> None:
+    pem = key.as_pem(private=True)
+    for given in (pem, pem.decode()):
+        signer = CardSigner(given)
+        assert signer.alg == alg
+        assert signer.key.thumbprint() == key.thumbprint()

@@ -23,6 +23,7 @@ A ``null`` ``jku``, ``kid`` or ``typ`` counts as absent (a2a-sdk writes ``"jku":
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -146,6 +147,10 @@ def _private_key(key: Key | Mapping[str, Any] | bytes | str) -> Key:
     try:
         if isinstance(key, Mapping):
             return JWKRegistry.import_key(dict(key))
+        # A PEM key does not say its JWK type as a JWK does: try the kinds cards are signed with.
+        for key_type in ("EC", "RSA", "OKP"):
+            with contextlib.suppress(JoseError, ValueError, TypeError):
+                return JWKRegistry.import_key(key, key_type)
         return JWKRegistry.import_key(key)
     except (JoseError, ValueError, TypeError) as exc:
         raise ValueError(f"cannot read the card signing key: {type(exc).__name__}") from None
