@@ -7,9 +7,10 @@ import importlib
 import json
 import os
 import sys
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -21,6 +22,11 @@ from ..server.stores import TaskStore, open_store
 from ._app import app
 from ._logs import LogFormatName, LogFormatOption, LogLevelOption
 from ._scale import LeaseTtl, ReclaimIdle, SweepEvery, event_bus, work_queue
+from ._tracing import TracingName, install_tracing
+
+if TYPE_CHECKING:
+    from ..security import Authenticator, Verifier
+    from ..security.signing import CardSigner
 
 
 class HTTPServerName(enum.StrEnum):
@@ -30,30 +36,89 @@ class HTTPServerName(enum.StrEnum):
     uvicorn = "uvicorn"
 
 
-def load_agent(target: str) -> Agent:
-    """Import ``module:attribute`` (the current directory is importable) and check it."""
+def load_object(target: str, param_hint: str) -> object:
+    """The attribute ``ATTR`` of module ``MODULE`` for ``MODULE:ATTR`` (the current directory
+    is importable); a usage error naming ``param_hint`` when it is not there."""
     module_name, _, attribute = target.partition(":")
     if not module_name or not attribute:
-        raise typer.BadParameter(f"expected MODULE:ATTR, got {target!r}", param_hint="TARGET")
+        raise typer.BadParameter(f"expected MODULE:ATTR, got {target!r}", param_hint=param_hint)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise typer.BadParameter(
-            f"cannot import {module_name!r}: {exc}", param_hint="TARGET"
+            f"cannot import {module_name!r}: {exc}", param_hint=param_hint
+        ) from None
+    except Exception as exc:  # the module's own code failed: say so, not as a traceback
+        raise typer.BadParameter(
+            f"importing {module_name!r} failed: {type(exc).__name__}: {exc}",
+            param_hint=param_hint,
         ) from None
     if not hasattr(module, attribute):
         raise typer.BadParameter(
-            f"module {module_name!r} has no attribute {attribute!r}", param_hint="TARGET"
+            f"module {module_name!r} has no attribute {attribute!r}", param_hint=param_hint
         )
-    agent = getattr(module, attribute)
+    return getattr(module, attribute)
+
+
+def load_agent(target: str) -> Agent:
+    """Import ``module:attribute`` (the current directory is importable) and check it."""
+    agent = load_object(target, "TARGET")
     if not isinstance(agent, Agent):
         raise typer.BadParameter(
             f"{target!r} is not a peerwire Agent (found {type(agent).__name__})",
             param_hint="TARGET",
         )
     return agent
+
+
+def load_auth(target: str) -> Authenticator | Mapping[str, Verifier]:
+    """``--auth MODULE:ATTR``: an ``Authenticator``, or a mapping of scheme name to verifier."""
+    from ..security import Authenticator
+
+    found = load_object(target, "--auth")
+    if isinstance(found, Authenticator):
+        return found
+    if (
+        isinstance(found, Mapping)
+        and found
+        and all(
+            isinstance(name, str) and callable(getattr(verifier, "verify", None))
+            for name, verifier in found.items()
+        )
+    ):
+        return cast("Mapping[str, Verifier]", found)
+    raise typer.BadParameter(
+        f"{target!r} is neither a peerwire.security.Authenticator nor a dict of scheme "
+        f"name to Verifier (found {type(found).__name__})",
+        param_hint="--auth",
+    )
+
+
+def load_card_signer(spec: str) -> CardSigner:
+    """``--card-signing-key``: a private key file (PEM or JWK JSON), or ``MODULE:ATTR`` naming
+    a ``CardSigner`` or a key."""
+    from ..security.signing import CardSigner
+
+    hint = "--card-signing-key"
+    path = Path(spec)
+    key: object
+    if path.is_file():
+        text = path.read_text()
+        key = json.loads(text) if text.lstrip().startswith("{") else text
+    elif ":" in spec and not path.exists():
+        key = load_object(spec, hint)
+        if isinstance(key, CardSigner):
+            return key
+    else:
+        raise typer.BadParameter(f"no key file or MODULE:ATTR {spec!r}", param_hint=hint)
+    try:
+        return CardSigner(key)  # type: ignore[arg-type]  # checked here, as the user gave it
+    except (ValueError, TypeError) as exc:
+        raise typer.BadParameter(
+            f"cannot sign cards with {spec!r}: {exc}", param_hint=hint
+        ) from None
 
 
 @app.command("serve")
@@ -216,6 +281,31 @@ def serve_command(
             envvar="PEERWIRE_METRICS_TOKEN",
         ),
     ] = None,
+    auth: Annotated[
+        str | None,
+        typer.Option(
+            help="The verifiers of an agent whose card declares security, as MODULE:ATTR "
+            "(loaded as the agent is): a peerwire.security.Authenticator, or a dict of "
+            "scheme name to Verifier (docs/SECURITY.md).",
+            metavar="MODULE:ATTR",
+        ),
+    ] = None,
+    card_signing_key: Annotated[
+        str | None,
+        typer.Option(
+            help="Sign the card with this private key: a file (PEM or JWK JSON) or "
+            "MODULE:ATTR naming a peerwire.security.CardSigner or a key.",
+            metavar="FILE|MODULE:ATTR",
+        ),
+    ] = None,
+    tracing: Annotated[
+        TracingName | None,
+        typer.Option(
+            case_sensitive=False,
+            help="Export OpenTelemetry spans: console (stdout) or otlp (OTLP/HTTP, set by "
+            "the OTEL_EXPORTER_OTLP_* variables); needs peerwire[tracing-otlp].",
+        ),
+    ] = None,
 ) -> None:
     """Serve an agent: its card, JSON-RPC endpoint and streams."""
     if not metrics and (metrics_port is not None or metrics_token is not None):
@@ -242,8 +332,20 @@ def serve_command(
         queue = work_queue(bus, lease_ttl, reclaim_idle, sweep_every)
         event_bus(bus)  # a bad spec fails here, as a usage error
     agent = load_agent(target)
+    verifiers = load_auth(auth) if auth is not None else None
+    if verifiers is None and agent.requires_authentication:
+        # What create_app would refuse, said in the CLI's terms before anything starts.
+        raise SystemExit(
+            f"peerwire: {agent.name!r} declares security on its card: give its verifiers "
+            "with --auth MODULE:ATTR (an Authenticator, or a dict of scheme name to Verifier)"
+        )
+    signer = load_card_signer(card_signing_key) if card_signing_key is not None else None
+    if tracing is not None:
+        install_tracing(tracing, agent.name)
     serve(
         agent,
+        auth=verifiers,
+        signing_key=signer,
         host=host,
         port=port,
         public_url=public_url,

@@ -314,6 +314,12 @@ class Agent:
             )
         return skill
 
+    @property
+    def requires_authentication(self) -> bool:
+        """Whether the card asks callers for credentials (a requirement naming a scheme), so
+        a server must be given a verifier for each scheme it names."""
+        return any(r.schemes for r in self.security_requirements)
+
     def card(
         self,
         interfaces: Sequence[AgentInterface],

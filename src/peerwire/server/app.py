@@ -253,7 +253,9 @@ def create_app(
 
     # A list so the lifespan can add the gRPC interface once its port is bound.
     card: list[AgentCard] = [publish(_ordered(http_interfaces, order))]
-    authenticator = _authenticator(auth, card[0], extended_card is not None)
+    authenticator = _authenticator(
+        auth, card[0], agent.requires_authentication, extended_card is not None
+    )
 
     def card_at(prefix: str) -> AgentCard:
         """The card as served under a mount prefix: its HTTP URLs below it (gRPC's as is)."""
@@ -448,10 +450,13 @@ def _signer(signing_key: Any) -> CardSigner | None:
 
 
 def _authenticator(
-    auth: Authenticator | Mapping[str, Verifier] | None, card: AgentCard, extended: bool
+    auth: Authenticator | Mapping[str, Verifier] | None,
+    card: AgentCard,
+    required: bool,
+    extended: bool,
 ) -> Authenticator | None:
     if auth is None:
-        if any(r.schemes for r in card.security_requirements):
+        if required:
             raise ValueError(
                 "the agent's card requires authentication: pass auth= with a verifier for each "
                 "scheme it names, so the server enforces what the card promises"
