@@ -12,11 +12,13 @@ import ipaddress
 import pytest
 
 from peerwire.server.ssrf import (
+    SPECIAL_RANGES,
     Target,
     UnresolvableHost,
     WebhookGuard,
     WebhookRefused,
     address_refusal,
+    special_range,
     system_resolver,
 )
 
@@ -59,8 +61,28 @@ def table(**names: list[str]) -> WebhookGuard:
         ("fd00:ec2::254", "cloud metadata"),
         ("100.100.100.200", "cloud metadata"),
         ("100.64.0.1", "non-public"),  # carrier-grade NAT
-        ("192.0.2.1", "private"),  # documentation (TEST-NET-1)
-        ("240.0.0.1", "private"),  # reserved for future use
+        ("192.0.2.1", "documentation"),  # TEST-NET-1
+        ("240.0.0.1", "reserved"),  # reserved for future use
+        ("168.63.129.16", "cloud metadata"),  # Azure's wire server, a public address
+        ("fd20:ce::254", "cloud metadata"),
+        ("192.0.0.8", "IPv4 dummy address"),
+        ("192.0.0.100", "IETF Protocol Assignments"),
+        ("192.0.0.1", "Service Continuity"),
+        ("192.0.0.170", "NAT64/DNS64 Discovery"),
+        ("198.18.0.1", "Benchmarking"),
+        ("192.88.99.1", "6to4 Relay Anycast"),
+        ("255.255.255.255", "broadcast"),
+        ("0.1.2.3", "This network"),
+        ("2001:db8::1", "documentation"),
+        ("3fff::1", "documentation"),
+        ("100::1", "Discard-Only"),
+        ("2001:2::1", "Benchmarking"),
+        ("2001:10::1", "ORCHID"),
+        ("5f00::1", "Segment Routing"),
+        ("64:ff9b:1::808:808", "IPv4-IPv6 Translat."),  # local-use, not the well-known prefix
+        ("fec0::1", "Site-Local"),
+        ("::808:808", "Reserved by the IETF"),  # IPv4-compatible, outside 2000::/3
+        ("4000::1", "Reserved by the IETF"),
         ("::ffff:127.0.0.1", "loopback"),
         ("::ffff:10.1.1.1", "private"),
         ("::ffff:169.254.169.254", "cloud metadata"),
@@ -76,10 +98,38 @@ def test_each_internal_address_class_is_refused(address: str, reason: str) -> No
 
 
 @pytest.mark.parametrize(
-    "address", [PUBLIC_V4, "8.8.8.8", PUBLIC_V6, "64:ff9b::808:808", "::ffff:8.8.8.8"]
+    "address",
+    [
+        PUBLIC_V4,
+        "8.8.8.8",
+        PUBLIC_V6,
+        "64:ff9b::808:808",
+        "::ffff:8.8.8.8",
+        "192.0.0.9",  # the registry marks it reachable inside the unreachable 192.0.0.0/24
+        "2001:1::1",  # likewise inside 2001::/23
+        "2001:20::1",  # ORCHIDv2
+        "168.63.129.17",  # beside the wire server
+    ],
 )
 def test_public_addresses_are_accepted(address: str) -> None:
     assert address_refusal(ipaddress.ip_address(address)) is None
+
+
+def test_every_registry_range_is_judged_by_its_reachability_column() -> None:
+    """The table alone decides, the same on every Python version: the first and last
+    address of each range is refused exactly when the range is not globally reachable
+    (unless a more specific range, a metadata address or an embedded IPv4 one says else)."""
+    for entry in SPECIAL_RANGES:
+        for address in (entry.network[0], entry.network[-1]):
+            if special_range(address) is not entry or entry.globally_reachable is None:
+                continue
+            if address.version == 6 and (
+                any((address.ipv4_mapped, address.sixtofour, address.teredo))
+                or address in ipaddress.ip_network("64:ff9b::/96")  # NAT64: the IPv4 decides
+            ):
+                continue
+            refused = address_refusal(address) is not None
+            assert refused is not entry.globally_reachable, (entry.name, str(address))
 
 
 @pytest.mark.parametrize(

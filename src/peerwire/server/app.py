@@ -288,7 +288,12 @@ def create_app(
             await event_bus.open()
             # Outermost after the store: it stops only once the runner has drained, so the
             # events of the last moments are in the outbox (delivered now or after a restart).
-            async with deliverer or contextlib.nullcontext(), runner:
+            # The message-id sweep's timer runs while the store is open.
+            async with (
+                deliverer or contextlib.nullcontext(),
+                messages or contextlib.nullcontext(),
+                runner,
+            ):
                 await runner.recover()
                 if grpc_port is None:
                     if on_started is not None:

@@ -83,7 +83,7 @@ from .agent import Agent, Skill
 from .bus import BusEvent, EventBus, Subscription
 from .catch_up import GapFilling
 from .context import caller_of
-from .idempotency import MessageLedger, holds_message
+from .idempotency import MessageLedger, check_message_id, holds_message
 from .push_configs import PushConfigPolicy
 from .runner import Runner
 from .stores.base import TaskStore, snapshot_reader
@@ -230,6 +230,7 @@ class Dispatcher:
     def _check_send(self, request: SendMessageRequest) -> int | None:
         if request.message.role is not Role.USER:
             raise InvalidParamsError("message.role must be ROLE_USER for a message to an agent")
+        check_message_id(request.message)
         config = request.configuration
         if config is None:
             return None

@@ -12,9 +12,13 @@ before it resends (docs/DELEGATION.md, "Idempotent retries").
 
 The claim and the task row are written together by the store (``TaskStore.create_once``), so
 concurrent duplicates, on one replica or several sharing a database, agree on one task. What
-this module adds is the clock, the retention and the sweep of expired claims, a bounded
-number at a time, at most every ``sweep_every`` seconds, before a create (so a cancelled
-request never leaves a created task without its handler).
+this module adds is the clock, the retention, the bound on a message id's length
+(``MAX_MESSAGE_ID_LENGTH``: a caller's id is a key the store keeps) and the sweep of expired
+claims: off the send path, on a timer the app's lifespan owns (``async with ledger``), every
+``sweep_every`` seconds (the retention, at most a minute), each sweep removing every claim
+expired by then, in bounded batches, so the claims kept stay those of the retention window
+and one sweep interval whatever the rate of sends. Retention of finished tasks
+(``retain_finished``) removes their claims with them (``TaskStore.delete_terminal_before``).
 
 Decisions where the spec is silent: a repeat whose content differs is answered with the
 first task all the same (the message id names the message; reusing it for another message is
@@ -25,10 +29,15 @@ to a task whose history already holds that message id is not appended again.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from types import TracebackType
 
+from ..errors import FieldViolation, InvalidParamsError
 from ..protocol import TaskRecord
 from ..protocol.extensions import IDEMPOTENT_SEND_EXTENSION
 from ..types import AgentExtension, Message
@@ -37,18 +46,41 @@ from .stores.base import TaskStore
 __all__ = [
     "DEFAULT_MESSAGE_RETENTION",
     "IDEMPOTENT_SEND_EXTENSION",
+    "MAX_MESSAGE_ID_LENGTH",
     "MessageLedger",
+    "check_message_id",
     "holds_message",
     "idempotent_send_extension",
 ]
+
+log = logging.getLogger("peerwire.server")
 
 DEFAULT_MESSAGE_RETENTION = timedelta(hours=24)
 """How long a first message's id names its task (``create_app(message_retention=...)``,
 ``peerwire serve --message-retention HOURS``)."""
 
-# Expired claims removed per sweep, and how often one may run: bounded work on the send path.
+MAX_MESSAGE_ID_LENGTH = 256
+"""The longest ``messageId`` a send may carry, in characters: longer is refused with
+invalid params before anything is stored (the id is kept as a key, docs/LIMITS.md)."""
+
+# Expired claims removed per store call (one short hold of the store each), and the longest
+# time between sweeps.
 _SWEEP_LIMIT = 1000
 _SWEEP_EVERY_S = 60.0
+
+
+def check_message_id(message: Message, field: str = "message.messageId") -> None:
+    """Refuse a message whose id is longer than ``MAX_MESSAGE_ID_LENGTH`` (InvalidParams)."""
+    if len(message.message_id) > MAX_MESSAGE_ID_LENGTH:
+        raise InvalidParamsError(
+            f"{field} is {len(message.message_id)} characters long; this agent accepts at most "
+            f"{MAX_MESSAGE_ID_LENGTH}",
+            field_violations=(
+                FieldViolation(
+                    field=field, description=f"longer than {MAX_MESSAGE_ID_LENGTH} characters"
+                ),
+            ),
+        )
 
 
 def idempotent_send_extension(retention: timedelta) -> AgentExtension:
@@ -66,9 +98,22 @@ def idempotent_send_extension(retention: timedelta) -> AgentExtension:
 
 
 class MessageLedger:
-    """Creates tasks through ``TaskStore.create_once`` and sweeps the expired claims."""
+    """Creates tasks through ``TaskStore.create_once`` and sweeps the expired claims.
 
-    __slots__ = ("_clock", "_next_sweep", "_retention", "_store", "sweep_every", "sweep_limit")
+    ``async with ledger`` runs the sweep on a timer (at once, then every ``sweep_every``
+    seconds) until the block ends; the app's lifespan holds it. ``sweep_every`` defaults to
+    the retention, at most a minute; ``sweep_limit`` is how many claims one store call removes.
+    """
+
+    __slots__ = (
+        "_clock",
+        "_retention",
+        "_store",
+        "_timer",
+        "sweep_every",
+        "sweep_limit",
+        "swept",
+    )
 
     def __init__(
         self,
@@ -76,33 +121,83 @@ class MessageLedger:
         retention: timedelta = DEFAULT_MESSAGE_RETENTION,
         *,
         clock: Callable[[], float] = time.time,
-        sweep_every: float = _SWEEP_EVERY_S,
+        sweep_every: float | None = None,
         sweep_limit: int = _SWEEP_LIMIT,
     ) -> None:
         if retention <= timedelta(0):
             raise ValueError(f"message_retention must be positive, got {retention}")
+        if sweep_every is not None and sweep_every <= 0:
+            raise ValueError(f"sweep_every must be positive, got {sweep_every}")
+        if sweep_limit < 1:
+            raise ValueError(f"sweep_limit must be at least 1, got {sweep_limit}")
         self._store = store
         self._retention = retention.total_seconds()
         self._clock = clock
-        self.sweep_every = sweep_every
+        self.sweep_every = (
+            min(_SWEEP_EVERY_S, self._retention) if sweep_every is None else sweep_every
+        )
         self.sweep_limit = sweep_limit
-        self._next_sweep = 0.0
+        self.swept = 0
+        """Claims the sweeps removed so far."""
+        self._timer: asyncio.Task[None] | None = None
 
     @property
     def retention(self) -> timedelta:
         return timedelta(seconds=self._retention)
 
+    @property
+    def sweeping(self) -> bool:
+        """Whether the timer runs (inside ``async with``)."""
+        return self._timer is not None and not self._timer.done()
+
+    async def __aenter__(self) -> MessageLedger:
+        if self._timer is not None:
+            raise RuntimeError("this MessageLedger is already sweeping")
+        self._timer = asyncio.create_task(self._sweeping(), name="peerwire-message-id-sweep")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await timer
+
+    async def _sweeping(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+            except Exception as exc:  # an outage: the next sweep takes what this one left
+                log.warning("peerwire: sweeping expired message ids failed: %s", exc)
+            await asyncio.sleep(self.sweep_every)
+
+    async def sweep(self) -> int:
+        """Remove every claim expired by now, ``sweep_limit`` per store call until a call
+        comes back short; how many went. The cut-off is fixed when the sweep starts, so it
+        ends however fast new claims arrive."""
+        now = self._clock()
+        removed = 0
+        while True:
+            batch = await self._store.forget_message_ids(now, limit=self.sweep_limit)
+            removed += batch
+            self.swept += batch
+            if batch < self.sweep_limit:
+                return removed
+            await asyncio.sleep(0)  # a store that never suspends must not hold the loop
+
     async def create(self, record: TaskRecord, *, tenant: str, owner: str, message: Message) -> str:
         """Store ``record`` as the task of ``message`` unless a task already holds its id;
         returns the id of the task that does (``record.id`` when this created it)."""
-        now = self._clock()
-        if now >= self._next_sweep:
-            self._next_sweep = now + self.sweep_every
-            await self._store.forget_message_ids(now, limit=self.sweep_limit)
         if not message.message_id:
             # Nothing to key on (the spec requires the id; a lenient decoder may let it be).
             await self._store.create(record, tenant=tenant, owner=owner)
             return record.id
+        now = self._clock()
         return await self._store.create_once(
             record,
             tenant=tenant,

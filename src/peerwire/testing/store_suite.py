@@ -25,9 +25,9 @@ and chunked artifacts, compare-and-swap versions under concurrency (of answers t
 one is recorded), the events after a version (``events_after``), ListTasks
 filters/ordering/paging, scoping by tenant and owner (loads and snapshots), restart recovery
 (``unfinished``), retention, message-id claims (``create_once``: one task per repeated
-message id, scoped, race-free, expiring, swept in bounded steps), push-config storage and the
-push outbox (rows written with the events, claimed in order one per config, leased, retried,
-failed, delivered, dropped with their config).
+message id, scoped, race-free, expiring, swept in bounded steps, removed with their task),
+push-config storage and the push outbox (rows written with the events, claimed in order one
+per config, leased, retried, failed, delivered, dropped with their config).
 """
 
 from __future__ import annotations
@@ -795,6 +795,27 @@ class StoreSuite:
             fresh, tenant="", owner="", message_id="m0", now=now + 3, expires_at=now + 9
         )
         assert held == fresh.id
+
+    async def test_retention_removes_the_message_ids_of_the_tasks_it_removes(
+        self, store: TaskStore
+    ) -> None:
+        now = time.time()
+        done, kept = new_record(), new_record()
+        for record, message_id in ((done, "m-done"), (kept, "m-kept")):
+            await store.create_once(
+                record, tenant="", owner="", message_id=message_id, now=now, expires_at=now + 600
+            )
+        await store.append(done.id, [status_event(done, S.COMPLETED, at=10)])
+        assert await store.delete_terminal_before(sort_key(timestamp(20))) == 1
+        # Every claim left is past due an hour on: the removed task's claim went with it.
+        assert await store.forget_message_ids(now + 3600, limit=10) == 1, (
+            "delete_terminal_before removes the message-id claims of the tasks it removes"
+        )
+        again = new_record()
+        held = await store.create_once(
+            again, tenant="", owner="", message_id="m-kept", now=now + 1, expires_at=now + 601
+        )
+        assert held == again.id, "the kept task's claim was the one forgotten above"
 
     # -- push configs ------------------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ outbox)::
     push_outbox(id PK, task_id, config_id, seq, body, attempts, next_attempt_at, state,
                 last_error, created_at)           (schema version 2)
     message_ids(tenant, owner, message_id, task_id, expires_at)
-                                                  PK (tenant, owner, message_id) (version 4)
+                                                  PK (tenant, owner, message_id) (version 4,
+                                                  indexed by task_id from version 5)
     schema_version(version)
 
 ``snapshot`` is the ProtoJSON ``Task`` folded up to ``snapshot_version``; the task is that
@@ -151,6 +152,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         # The sweep removes the expired rows, oldest first, a bounded number at a time.
         "CREATE INDEX message_ids_by_expiry ON message_ids (expires_at)",
+    ),
+    (
+        # Retention removes a task's message-id claims with the task (delete_terminal_before).
+        "CREATE INDEX message_ids_by_task ON message_ids (task_id)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -319,15 +324,17 @@ def select_events_of(count: int) -> str:
 
 
 def delete_terminal_before() -> tuple[str, ...]:
-    """Remove terminal tasks with a status key below the parameter, with their rows elsewhere.
+    """Remove terminal tasks with a status key below the parameter, with their rows elsewhere
+    (events, push configs and outbox rows, message-id claims).
 
-    Each statement takes the cut-off key as its only parameter.
+    Each statement takes the cut-off key as its only parameter; the last removes the tasks.
     """
     doomed = f"SELECT id FROM tasks WHERE state IN {_TERMINAL_IN} AND status_key < ?"
     return (
         f"DELETE FROM events WHERE task_id IN ({doomed})",
         f"DELETE FROM push_configs WHERE task_id IN ({doomed})",
         f"DELETE FROM push_outbox WHERE task_id IN ({doomed})",
+        f"DELETE FROM message_ids WHERE task_id IN ({doomed})",
         f"DELETE FROM tasks WHERE state IN {_TERMINAL_IN} AND status_key < ?",
     )
 

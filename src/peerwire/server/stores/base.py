@@ -156,7 +156,9 @@ class TaskStore(abc.ABC):
     async def forget_message_ids(self, before: float, *, limit: int) -> int:
         """Remove at most ``limit`` message-id claims that expired at or before ``before``
         (seconds since the epoch), oldest first; return how many were removed. The tasks
-        they point to stay (their own retention applies)."""
+        they point to stay (their own retention applies). Bounded, so that one call holds
+        the store briefly: ``server.idempotency.MessageLedger.sweep`` calls it until fewer
+        than ``limit`` come back."""
 
     @abc.abstractmethod
     async def load(
@@ -249,8 +251,8 @@ class TaskStore(abc.ABC):
     async def delete_terminal_before(self, status_key: str) -> int:
         """Remove terminal tasks whose status sort key is older than ``status_key``.
 
-        Their events, push configs and outbox rows go with them. Returns how many tasks were
-        removed. ``retention_cutoff`` turns a maximum age into such a key.
+        Their events, push configs, outbox rows and message-id claims go with them. Returns
+        how many tasks were removed. ``retention_cutoff`` turns a maximum age into such a key.
         """
 
     # Push-notification configs live with their task (and go when retention removes it).

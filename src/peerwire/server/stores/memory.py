@@ -447,7 +447,25 @@ class MemoryTaskStore(TaskStore):
             self._push.pop(task_id, None)
         gone = set(doomed)
         self._drop_outbox(lambda row: row.task_id in gone)
+        if gone:
+            self._drop_claims_of(gone)
         return len(doomed)
+
+    def _drop_claims_of(self, gone: set[str]) -> None:
+        """Remove the message-id claims naming a task in ``gone``: one walk over the claims
+        (as the walk over the tasks above), keeping the order and each batch's count."""
+        kept: dict[str, str] = {}
+        batches: deque[list[float]] = deque()
+        claims = iter(self._message_ids.items())
+        for expires_at, count in self._claim_batches:
+            left = 0
+            for key, task_id in itertools.islice(claims, int(count)):
+                if task_id not in gone:
+                    kept[key] = task_id
+                    left += 1
+            if left:
+                batches.append([expires_at, left])
+        self._message_ids, self._claim_batches = kept, batches
 
     async def save_push_config(self, config: TaskPushNotificationConfig) -> None:
         if config.task_id not in self._tasks:
