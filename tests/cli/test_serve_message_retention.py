@@ -1,5 +1,6 @@
 """``peerwire serve --message-retention HOURS`` as a real process: the card advertises the
-idempotent-send extension with that window, a repeated messageId gets the same task, and
+idempotent-send extension with that window, a repeated messageId from a caller that activates
+it gets the same task, and
 ``--message-retention 0`` turns both off."""
 
 from __future__ import annotations
@@ -84,7 +85,11 @@ async def test_message_retention_on_the_command_line(
             extensions = card["capabilities"].get("extensions", [])
             tasks = []
             for _ in range(2):
-                answer = await web.post("/", json=_send("m-1"), headers={"A2A-Version": "1.0"})
+                answer = await web.post(
+                    "/",
+                    json=_send("m-1"),
+                    headers={"A2A-Version": "1.0", "A2A-Extensions": IDEMPOTENT_SEND_EXTENSION},
+                )
                 tasks.append(answer.json()["result"]["task"]["id"])
     finally:
         await _stop(process)

@@ -10,6 +10,7 @@ import pytest
 
 from peerwire import Agent, Client, Task
 from peerwire.client import (
+    IDEMPOTENT_SEND_EXTENSION,
     CardCache,
     TransportSettings,
     available_bindings,
@@ -232,7 +233,8 @@ async def test_without_a_tenant_none_is_sent(mode: str, agent: Agent, gates: Gat
         assert "tenant" not in call.rpc.get("params", {})
         assert call.headers["a2a-version"] == "1.0"
         assert call.headers["authorization"] == "Bearer xyz"
-        assert call.headers["a2a-extensions"] == "urn:x:a,urn:x:b"
+        # The caller's, then idempotent sends, which the agent's card offers.
+        assert call.headers["a2a-extensions"] == f"urn:x:a,urn:x:b,{IDEMPOTENT_SEND_EXTENSION}"
         assert call.headers["content-type"] == "application/json"
     streams = [c for c in calls if c.rpc["method"] in ("SendStreamingMessage", "SubscribeToTask")]
     assert streams and all(c.headers["accept"] == "text/event-stream" for c in streams)

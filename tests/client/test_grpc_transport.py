@@ -25,7 +25,7 @@ from google.rpc import status_pb2
 from peerwire import Agent, Client
 from peerwire.bindings.grpc.convert import to_bytes
 from peerwire.bindings.grpc.status import DETAILS_KEY, encode_status
-from peerwire.client import _registry
+from peerwire.client import IDEMPOTENT_SEND_EXTENSION, _registry
 from peerwire.client.transports.base import CallOptions, TransportSettings
 from peerwire.client.transports.grpc import GrpcTransport, create_transport, grpc_target
 from peerwire.errors import (
@@ -262,7 +262,9 @@ async def test_a_client_sends_one_a2a_version_entry(agent: Agent) -> None:
         [entries] = peer.entries
         assert keys_of(entries) == ["a2a-extensions", "a2a-version", "x-trace"]
         assert [v for k, v in entries if k == "a2a-version"] == ["1.0"]
-        assert [v for k, v in entries if k == "a2a-extensions"] == ["urn:a,urn:b"]
+        # The caller's, then idempotent sends, which the (peerwire) card offers.
+        extensions = f"urn:a,urn:b,{IDEMPOTENT_SEND_EXTENSION}"
+        assert [v for k, v in entries if k == "a2a-extensions"] == [extensions]
 
 
 async def test_scheme_in_the_interface_url_is_stripped() -> None:

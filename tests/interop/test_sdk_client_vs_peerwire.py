@@ -73,6 +73,18 @@ async def test_send_record(run_sdk_client: RunSdkClient, glossary_url: str) -> N
     assert task["artifacts"] == [RECORD_ARTIFACT]
 
 
+async def test_a_repeated_message_id_makes_two_tasks(
+    run_sdk_client: RunSdkClient, glossary_url: str
+) -> None:
+    """The SDK does not activate peerwire's idempotent-send extension: the same messageId
+    sent twice is two messages to it, as A2A 1.0 has it, and each makes its own task."""
+    lines = only(await drive(run_sdk_client, glossary_url, "repeat"), "send")
+    first, second = (line["response"]["task"] for line in lines)
+    assert first["id"] != second["id"]
+    assert state(first) == state(second) == "TASK_STATE_COMPLETED"
+    assert first["history"][0]["messageId"] == second["history"][0]["messageId"]
+
+
 async def test_send_unknown_term_fails(run_sdk_client: RunSdkClient, glossary_url: str) -> None:
     lines = await drive(run_sdk_client, glossary_url, "send", text="monad")
     task = only(lines, "send")[0]["response"]["task"]

@@ -149,8 +149,9 @@ class Client:
         self._transport = transport
         self._tenant = interface.tenant
         self._owned_http = owned_http
+        self._extensions = tuple(extensions)
         self._options = CallOptions(
-            extensions=tuple(extensions),
+            extensions=_activated(self._extensions, card),
             # The version the interface speaks: 1.0, or 0.3 for an agent that still does.
             headers={**(headers or {}), "A2A-Version": _version_of(interface)},
         )
@@ -343,9 +344,10 @@ class Client:
     @property
     def deduplicates(self) -> bool:
         """Whether the card says the agent answers a repeated message with the task it made
-        (``IDEMPOTENT_SEND_EXTENSION``): only then does the client send a message again
-        whose answer it did not get, with the same ``messageId``."""
-        return any(e.uri == IDEMPOTENT_SEND_EXTENSION for e in self._card.capabilities.extensions)
+        (``IDEMPOTENT_SEND_EXTENSION``), which the client then activates on every request:
+        only then does it send a message again whose answer it did not get, with the same
+        ``messageId``."""
+        return _offers_idempotent_send(self._card)
 
     # -- messages -------------------------------------------------------------------------
 
@@ -756,9 +758,16 @@ class Client:
     async def get_extended_card(self) -> AgentCard:
         """The card the agent shows to you once authenticated; it replaces ``card``."""
         request = GetExtendedAgentCardRequest(tenant=self._tenant)
-        self._card = await self._call("GetExtendedAgentCard", request, AgentCard)
+        self._card_is(await self._call("GetExtendedAgentCard", request, AgentCard))
         self._extended = True
         return self._card
+
+    def _card_is(self, card: AgentCard) -> None:
+        """Take ``card`` as the agent's: the extensions requested follow what it offers."""
+        self._card = card
+        extensions = _activated(self._extensions, card)
+        if extensions != self._options.extensions:
+            self._options = dataclasses.replace(self._options, extensions=extensions)
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -853,7 +862,7 @@ class Client:
             log.warning("peerwire: reading the agent card again failed: %s", exc.message)
             return False
         if not self._extended:
-            self._card = card  # an extended card stays (it is what this caller may see)
+            self._card_is(card)  # an extended card stays (it is what this caller may see)
         if self._settings is None:
             return False  # the caller chose the transport: it stays
         try:
@@ -1150,6 +1159,18 @@ def _speaks(version: str) -> bool:
     except VersionNotSupportedError:
         return False
     return True
+
+
+def _offers_idempotent_send(card: AgentCard) -> bool:
+    return any(e.uri == IDEMPOTENT_SEND_EXTENSION for e in card.capabilities.extensions)
+
+
+def _activated(requested: tuple[str, ...], card: AgentCard) -> tuple[str, ...]:
+    """The extensions a call requests: the caller's, and idempotent sends when the card
+    offers them (the agent applies them only to a caller that activates them)."""
+    if IDEMPOTENT_SEND_EXTENSION in requested or not _offers_idempotent_send(card):
+        return requested
+    return (*requested, IDEMPOTENT_SEND_EXTENSION)
 
 
 def _version_of(interface: AgentInterface) -> str:

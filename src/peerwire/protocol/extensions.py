@@ -11,4 +11,6 @@ __all__ = ["IDEMPOTENT_SEND_EXTENSION"]
 IDEMPOTENT_SEND_EXTENSION = "https://peerwire.dev/extensions/idempotent-send/v1"
 """The agent answers a repeated SendMessage / SendStreamingMessage (same ``messageId``, same
 caller, within the retention window its ``params.retentionSeconds`` gives) with the task the
-first one created, instead of creating a second (docs/DELEGATION.md, "Idempotent retries")."""
+first one created, instead of creating a second, for a caller that activates it
+(``A2A-Extensions``); without it, a repeat is what A2A 1.0 makes of it (docs/DELEGATION.md,
+"Idempotent retries")."""

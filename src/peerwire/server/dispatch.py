@@ -52,6 +52,7 @@ from ..protocol import (
     list_query,
     resolve_continuation,
 )
+from ..protocol.extensions import IDEMPOTENT_SEND_EXTENSION
 from ..security.principal import Principal
 from ..types import (
     AgentCard,
@@ -147,7 +148,8 @@ class Dispatcher:
         self._extended_card = extended_card
         # None: push notifications are not offered (the card says so too).
         self.push_configs = push_configs
-        # None: sends are not deduplicated by message id (server.idempotency).
+        # None: sends are not deduplicated by message id (server.idempotency); otherwise
+        # only those of callers that activate its extension (``_deduplicates``).
         self.messages = messages
         self.metrics = metrics
         # Every stream that follows a task, until it closes (``end_streams`` ends them); with
@@ -330,7 +332,7 @@ class Dispatcher:
             existing = None if record is None else (record.context_id, record.state)
             if (
                 record is not None
-                and self.messages is not None
+                and self._deduplicates(call)
                 and holds_message(record, message.message_id)
             ):
                 # This follow-up was taken before (its answer was lost): not appended twice.
@@ -367,7 +369,7 @@ class Dispatcher:
             else None
         )
         version = record.version
-        if self.messages is None:
+        if self.messages is None or not self._deduplicates(call):
             await self.store.create(record, tenant=request.tenant, owner=call.owner)
         else:
             held = await self.messages.create(
@@ -414,6 +416,12 @@ class Dispatcher:
             subscription.close()
             return task_id, _settled_now(), version, snapshot
         return task_id, subscription, version, snapshot
+
+    def _deduplicates(self, call: CallContext) -> bool:
+        """Whether this send is answered idempotently: the server offers it and the caller
+        activated the extension. Without activation a repeated messageId is what A2A 1.0
+        makes of it (a new task, or another follow-up), as other agents answer it."""
+        return self.messages is not None and IDEMPOTENT_SEND_EXTENSION in call.extensions
 
     async def _repeat(
         self,

@@ -6,9 +6,11 @@ agent may book a second slot. A peerwire server remembers, for ``retention`` (24
 default), which task the first message of each caller made, keyed by (tenant, the caller's
 principal or none, ``messageId``), and answers a repeat with that task, as it is now (a
 blocking send waits as a first one would; a stream gets the task's snapshot and then its
-updates, as a resubscription does). The card says so with the extension
-``IDEMPOTENT_SEND_EXTENSION`` (``required: false``), which is what a client may rely on
-before it resends (docs/DELEGATION.md, "Idempotent retries").
+updates, as a resubscription does). The card offers it as the extension
+``IDEMPOTENT_SEND_EXTENSION`` (``required: false``), and it applies only to the sends of a
+caller that activates it (``A2A-Extensions``; peerwire's ``Client`` does when the card
+offers it): A2A 1.0 leaves a repeated ``messageId`` undefined, and a caller that did not ask
+gets what 1.0 gives, a new task (docs/DELEGATION.md, "Idempotent retries").
 
 The claim and the task row are written together by the store (``TaskStore.create_once``), so
 concurrent duplicates, on one replica or several sharing a database, agree on one task. What
@@ -88,9 +90,9 @@ def idempotent_send_extension(retention: timedelta) -> AgentExtension:
     return AgentExtension(
         uri=IDEMPOTENT_SEND_EXTENSION,
         description=(
-            "A repeated SendMessage or SendStreamingMessage with the same messageId from the "
-            "same caller within the retention window answers with the task the first one "
-            "created instead of creating another"
+            "Activated in A2A-Extensions: a repeated SendMessage or SendStreamingMessage with "
+            "the same messageId from the same caller within the retention window answers with "
+            "the task the first one created instead of creating another"
         ),
         required=False,
         params={"retentionSeconds": int(retention.total_seconds())},

@@ -16,6 +16,7 @@ object ``{"op": <operation>, <kind>: <ProtoJSON, camelCase>}``:
     list            send, then {"op": "list", "response": ListTasksResponse}
     input_required  send "" (must be INPUT_REQUIRED), then send "record" on that
                     taskId/contextId: two "send" lines
+    repeat          send the same message (one messageId) twice: two "send" lines
     cancel          send "slow" returnImmediately, then {"op": "cancel", "task": Task}
     subscribe       send "slow" returnImmediately, then {"op": "subscribe",
                     "event": StreamResponse} per event until the server closes
@@ -160,6 +161,13 @@ class Scenarios:
             state = TaskState.Name(task.status.state)
             raise ScenarioError(f"expected TASK_STATE_INPUT_REQUIRED, got {state}")
         await self.send(self.text, task=task)
+
+    async def run_repeat(self) -> None:
+        request = self.request(self.text)
+        for _ in range(2):
+            async with self.client(streaming=False) as client:
+                async for response in client.send_message(request):
+                    emit("send", "response", response)
 
     async def run_cancel(self) -> None:
         task = await self.send_for_task("slow", return_immediately=True)
