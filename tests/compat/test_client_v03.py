@@ -8,6 +8,7 @@ one: 0.3 method names, ``/v1`` routes, ``A2A-Version: 0.3``); user code is the s
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -230,3 +231,57 @@ async def test_a_cut_subscription_of_a_finished_task_is_its_refusal(agent: Agent
         with pytest.raises(UnsupportedOperationError, match="without an event"):
             async for _ in client.subscribe(done.id):
                 pass
+
+
+class EndsSubscriptionsEmpty(Wrapper):
+    """Answers every subscription with an event stream that ends before its first event, as
+    a2a-sdk 0.3 does for a task that ends between its check for a finished task and its tap
+    of the task's events."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        subscribes, receive = await _subscribes(scope, receive)
+        if not subscribes:
+            await self.inner(scope, receive, send)
+            return
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def _subscribes(scope: Any, receive: Any) -> tuple[bool, Any]:
+    """Whether the request is a 0.3 subscription, and its body to read again."""
+    if scope["path"].endswith(":subscribe"):
+        return True, receive
+    if scope["method"] != "POST" or scope["path"] != "/":
+        return False, receive
+    messages = [await receive()]
+    while messages[-1].get("more_body", False):
+        messages.append(await receive())
+    replay = iter(messages)
+
+    async def replayed() -> Any:
+        return next(replay, None) or await receive()
+
+    body = b"".join(m.get("body", b"") for m in messages)
+    return json.loads(body).get("method") == "tasks/resubscribe", replayed
+
+
+@BINDINGS
+async def test_a_subscription_that_ends_empty_is_answered_by_get_task(
+    agent: Agent, binding: str
+) -> None:
+    async with client_v03(agent, binding, wrap=EndsSubscriptionsEmpty) as client:
+        done = await client.send("hi", skill="echo")
+        assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
+        with pytest.raises(UnsupportedOperationError, match="without an event") as refused:
+            async for _ in client.subscribe(done.id):
+                raise AssertionError("a finished task's subscription yielded an event")
+        assert refused.value.metadata == {"taskId": done.id}
+        asked = await client.send("", skill="ask")
+        assert isinstance(asked, Task) and asked.status.state is TaskState.INPUT_REQUIRED
+        seen = [event async for event in client.subscribe(asked.id)]
+        assert seen == [await client.get_task(asked.id)], "the task as GetTask has it"
+        await client.cancel_task(asked.id)

@@ -624,7 +624,9 @@ class Client:
             follower = self._follower_in(traced)
         try:
             async with contextlib.aclosing(
-                follower.follow(self._resubscribe(task_id, traced), resume_for=resume_for)
+                follower.follow(
+                    self._resubscribe(task_id, traced), resume_for=resume_for, subscribed=task_id
+                )
             ) as followed:
                 try:
                     async for payload in followed:

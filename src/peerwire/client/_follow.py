@@ -10,6 +10,10 @@ the task is folded into a ``TaskRecord`` with the protocol's rules. How a stream
   snapshot is merged in as updates (``catch_up``), so no chunk reaches the caller twice. If
   the task finished meanwhile, subscribing is refused (UnsupportedOperationError) and GetTask
   supplies the final task. Resubscribing gives up after a few attempts that bring nothing new;
+* a subscription that ends before its first event (an a2a-sdk 0.3 server does that when the
+  task ends between its check for a terminal task and its tap of the task's events) is
+  answered by GetTask: a terminal task raises the UnsupportedOperationError a subscription to
+  it is refused with, another is handed on (merged, on a resubscription) and followed on;
 * the server ended the stream before a closing state (``StreamEndedError``: it is shutting
   down, or lost its event source). That is raised, carrying the task id, so the caller can
   ``subscribe(task_id)`` once the server is back, unless the caller asked to ``resume_for``
@@ -72,11 +76,16 @@ class TaskFollower:
         self.max_backoff = max_backoff
 
     async def follow(
-        self, events: AsyncIterator[StreamResponse], *, resume_for: float = 0.0
+        self,
+        events: AsyncIterator[StreamResponse],
+        *,
+        resume_for: float = 0.0,
+        subscribed: str | None = None,
     ) -> AsyncGenerator[Payload, None]:
         """The payloads of ``events`` and of the resubscriptions that follow it (see the
         module docstring); ``resume_for``: seconds to keep subscribing again after the server
-        ended the stream early (0: raise its ``StreamEndedError``)."""
+        ended the stream early (0: raise its ``StreamEndedError``); ``subscribed``: the task
+        ``events`` subscribes to (SubscribeToTask), if it does."""
         view = _View()
         source = events
         pending: StreamResponse | None = None  # the first event of a resumed source, read
@@ -117,6 +126,18 @@ class TaskFollower:
                         return  # exactly one Message, then the stream is over (A2A spec §3.1.2)
             finally:
                 await _close(source)
+            following = subscribed if view.record is None else view.record.id
+            if (resumed or subscribed) and first and dropped is None and ended is None:
+                assert following is not None
+                # A subscription that ended before its snapshot: GetTask says why.
+                for payload in await self._ended_empty(view, following):
+                    delivered += 1
+                    yield payload
+                if view.record is not None and is_terminal(view.record.state):
+                    return
+                dropped = A2AConnectionError(
+                    f"the subscription to task {following} ended before its first event"
+                )
             record = view.record
             if record is None:
                 if ended is not None:
@@ -159,11 +180,11 @@ class TaskFollower:
 
     async def _resume(
         self, task_id: str, ended: StreamEndedError, within: float
-    ) -> tuple[AsyncIterator[StreamResponse], StreamResponse] | None:
+    ) -> tuple[AsyncIterator[StreamResponse], StreamResponse | None] | None:
         """Subscribe to the task again after the server ended its stream, retrying (with
         backoff) while the server is not back, for ``within`` seconds; the new stream and its
-        first event, or ``None`` if the task finished meanwhile. Raises ``ended`` (caused by
-        the last refusal) once the time is up."""
+        first event (``None``: it ended without one), or ``None`` if the task finished
+        meanwhile. Raises ``ended`` (caused by the last refusal) once the time is up."""
         give_up = anyio.current_time() + within
         for attempt in itertools.count():
             delay = min(self.max_backoff, self.backoff * 2**attempt)
@@ -177,8 +198,7 @@ class TaskFollower:
                 await _close(source)
                 return None  # refused as finished: GetTask has the outcome
             except StopAsyncIteration:
-                await _close(source)
-                raise InvalidResponseError("the stream ended before its first event") from None
+                return source, None  # ended empty: the caller asks GetTask
             except _NOT_BACK_YET as exc:
                 await _close(source)
                 ended.__cause__ = exc
@@ -186,6 +206,23 @@ class TaskFollower:
                 await _close(source)
                 raise
         raise ended
+
+    async def _ended_empty(self, view: _View, task_id: str) -> list[Payload]:
+        """What a subscription that ended before its first event leaves: the task as GetTask
+        has it, merged into what was seen. A task never seen that is terminal raises the
+        refusal of a subscription to a finished task (A2A spec §3.1.6)."""
+        task = await self._get_task(task_id)
+        state = task.status.state
+        if view.record is None:
+            if is_terminal(state):
+                raise UnsupportedOperationError(
+                    f"Task {task_id} is {state.value}: a finished task has no updates to "
+                    "subscribe to (use GetTask); its subscription ended without an event",
+                    metadata={"taskId": task_id},
+                )
+            return view.take(task, merge=False)
+        updates: list[Payload] = [*view.merge(task)]
+        return [*updates, task] if is_terminal(state) else updates
 
     async def _finish(self, view: _View) -> list[Payload]:
         """What was missed of a task that finished while disconnected, then the final task."""
