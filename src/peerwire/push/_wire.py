@@ -31,11 +31,16 @@ __all__ = [
     "JWT_HEADER",
     "NOTIFICATION_ID_HEADER",
     "TOKEN_HEADER",
+    "V03_CONTENT_TYPE",
     "body_digest",
     "task_id_of",
 ]
 
 CONTENT_TYPE = "application/a2a+json"
+V03_CONTENT_TYPE = "application/json"
+"""A notification to a config registered over A2A 0.3: its body is the bare 0.3 Task (the
+JSON-RPC form, with ``kind``), as both 0.3 SDKs send and read it; the headers are the same,
+without ``A2A-Version`` (0.3 had none)."""
 NOTIFICATION_ID_HEADER = "X-A2A-Notification-Id"
 TOKEN_HEADER = "X-A2A-Notification-Token"
 JWT_HEADER = "X-A2A-Notification-JWT"

@@ -25,6 +25,7 @@ from ..compat.v03 import errors as v03_errors
 from ..compat.v03 import jsonrpc as v03_jsonrpc
 from ..compat.v03 import rest as v03_rest
 from ..compat.v03.translate import event_to_v03
+from ..compat.v03.version import PROTOCOL_VERSION as V03
 from ..errors import A2AError, ContentTypeNotSupportedError, InternalError
 from ..ops import tracing
 from ..protocol import active_extensions, format_extensions, parse_extensions
@@ -149,7 +150,7 @@ class V03Server:
             if meter is not None:
                 meter.failed("", error, started)
             return
-        context = CallContext.of(principal, extensions)
+        context = CallContext.of(principal, extensions, protocol_version=V03)
         extra = self._echo(extensions)
         traced = None
         if tracing.STATE.tracer is not None:
@@ -233,7 +234,7 @@ class V03Server:
             if meter is not None:
                 meter.failed(_OPERATION_OF.get(route.dispatch, ""), error, started)
             return
-        context = CallContext.of(principal, extensions)
+        context = CallContext.of(principal, extensions, protocol_version=V03)
         extra = self._echo(extensions)
         traced = None
         if tracing.STATE.tracer is not None:

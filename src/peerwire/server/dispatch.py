@@ -44,6 +44,7 @@ from ..errors import (
 )
 from ..ops.metrics import LevelSet, Metrics
 from ..protocol import (
+    PROTOCOL_VERSION,
     Continue,
     TaskRecord,
     check_history_length,
@@ -98,23 +99,34 @@ log = logging.getLogger("peerwire.server")
 class CallContext:
     """Who is calling: the owner of the tasks they see (an opaque principal id, ``""`` when
     anonymous), the scopes they were granted, the authenticated ``principal`` (``None`` when
-    the binding authenticated nobody) and the active extensions. Build it with ``of``."""
+    the binding authenticated nobody), the active extensions and the A2A version (Major.Minor)
+    the request was made in (what a push config it registers is notified in). Build it with
+    ``of``."""
 
     owner: str = ""
     extensions: tuple[str, ...] = ()
     scopes: frozenset[str] = frozenset()
     principal: Principal | None = None
+    protocol_version: str = PROTOCOL_VERSION
 
     @classmethod
-    def of(cls, principal: Principal | None, extensions: tuple[str, ...] = ()) -> CallContext:
+    def of(
+        cls,
+        principal: Principal | None,
+        extensions: tuple[str, ...] = (),
+        *,
+        protocol_version: str = PROTOCOL_VERSION,
+    ) -> CallContext:
         if principal is None:
-            # Frozen: the anonymous caller without extensions is one shared instance.
-            return cls(extensions=extensions) if extensions else _ANONYMOUS
+            if not extensions and protocol_version == PROTOCOL_VERSION:
+                return _ANONYMOUS  # frozen: the plain anonymous 1.0 caller is one instance
+            return cls(extensions=extensions, protocol_version=protocol_version)
         return cls(
             owner=principal.id,
             extensions=extensions,
             scopes=principal.scopes,
             principal=principal,
+            protocol_version=protocol_version,
         )
 
 
@@ -290,7 +302,7 @@ class Dispatcher:
         return inline
 
     async def _register_push_config(
-        self, config: TaskPushNotificationConfig, task_id: str
+        self, config: TaskPushNotificationConfig, task_id: str, call: CallContext
     ) -> TaskPushNotificationConfig:
         """Store an accepted config for ``task_id`` (an id assigned if it had none), within
         the per-task cap; the task's later events are pushed to it."""
@@ -303,7 +315,7 @@ class Dispatcher:
                 f"most this agent accepts; delete one first",
                 metadata={"taskId": task_id},
             )
-        await self.store.save_push_config(stored)
+        await self.store.save_push_config(stored, protocol_version=call.protocol_version)
         return stored
 
     async def _start(
@@ -381,7 +393,7 @@ class Dispatcher:
         if self.metrics is not None:
             self.metrics.tasks_created.inc()
         if push is not None:
-            await self._register_push_config(push, task_id)
+            await self._register_push_config(push, task_id, call)
         if blocking and self.runner.sees_every_event:
             # No subscription to fill and drain: the runner knows when the task settles.
             settled = self.runner.launch_watched(
@@ -468,7 +480,7 @@ class Dispatcher:
         skill = self.agent.route(history[0]) if history else self.agent.route(follow_up)
         _check_scopes(skill, call)
         if push is not None:
-            await self._register_push_config(push, task_id)
+            await self._register_push_config(push, task_id, call)
         subscription = self.bus.subscribe(task_id)
         try:
             await self.runner.continue_task(
@@ -625,7 +637,7 @@ class Dispatcher:
         policy.check_form(request)
         record = await self._load(request.task_id, request.tenant, call.owner)
         await policy.check_address(request)
-        return await self._register_push_config(request, record.id)
+        return await self._register_push_config(request, record.id, call)
 
     async def get_task_push_notification_config(
         self, request: GetTaskPushNotificationConfigRequest, call: CallContext = _ANONYMOUS

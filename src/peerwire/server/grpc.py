@@ -48,6 +48,7 @@ from ..bindings.grpc.service import RPCS, SERVICE, Rpc
 from ..bindings.grpc.status import DETAILS_KEY, encode_status
 from ..compat.v03.grpc import RPCS_V03, SERVICE_V03, RpcV03, card_message
 from ..compat.v03.grpc_status import encode_status_v03
+from ..compat.v03.version import PROTOCOL_VERSION as V03
 from ..errors import A2AError, InternalError
 from ..httpd import CannotListenError, ServerTLS
 from ..ops import tracing
@@ -359,7 +360,7 @@ class GrpcServiceV03:
             await context.send_initial_metadata(
                 ((_EXTENSIONS_KEY_V03, format_extensions(extensions)),)
             )
-        return request, CallContext.of(principal, extensions)
+        return request, CallContext.of(principal, extensions, protocol_version=V03)
 
     def _public_card_bytes(self) -> bytes:
         card = self.dispatcher.card()

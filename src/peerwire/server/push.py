@@ -5,6 +5,8 @@ by the store in the same transaction as the event (``stores.base``). The ``PushD
 sends them off the request path: it claims due rows (woken by each append that queued some,
 and polling every ``poll_interval`` for rows other processes or a restart left), POSTs each
 as its ``StreamResponse`` body (headers: ``peerwire.push._wire``), and records the outcome.
+A config registered over A2A 0.3 gets 0.3's form instead: the task, as it is when sent, as
+a bare 0.3 Task (``application/json``, no ``A2A-Version``), what 0.3 receivers read.
 
 Rules:
 
@@ -44,17 +46,21 @@ from typing import Any, Protocol
 
 import httpx
 
+from ..compat.v03.translate import task_to_v03
+from ..compat.v03.version import PROTOCOL_VERSION as V03
 from ..ops.metrics import Metrics
+from ..protocol import PROTOCOL_VERSION
 from ..push._wire import (
     CONTENT_TYPE,
     JWT_HEADER,
     NOTIFICATION_ID_HEADER,
     TOKEN_HEADER,
+    V03_CONTENT_TYPE,
 )
-from ..types import TaskPushNotificationConfig
+from ..types import encode
 from .push_circuits import UNAVAILABLE_STATUSES, Circuits, Outcome, endpoint_of
 from .ssrf import Resolver, Target, UnresolvableHost, WebhookGuard, WebhookRefused
-from .stores.base import OutboxRow, TaskStore
+from .stores.base import OutboxRow, PushTarget, TaskStore
 
 __all__ = ["PushDeliverer", "PushSettings", "Signer"]
 
@@ -288,10 +294,14 @@ class PushDeliverer:
     async def _deliver(self, row: OutboxRow) -> None:
         error: str | None
         try:
-            config = await self.store.get_push_config(row.task_id, row.config_id)
-            if config is None:
+            target = await self.store.get_push_target(row.task_id, row.config_id)
+            body = None if target is None else await self._body(row, target)
+            if target is None:
                 error, retry = "the push config was deleted", False
+            elif body is None:
+                error, retry = "the task was removed", False
             else:
+                config = target.config
                 endpoint = endpoint_of(config.url)
                 not_before = self._circuits.admit(endpoint, time.time())
                 if not_before is not None:
@@ -300,7 +310,7 @@ class PushDeliverer:
                 outcome: Outcome = "not_sent"
                 started = time.monotonic()
                 try:
-                    error, retry, outcome = await self._attempt(row, config)
+                    error, retry, outcome = await self._attempt(row, target, body)
                 finally:
                     self._circuits.finished(
                         endpoint, outcome, time.monotonic() - started, time.time()
@@ -328,14 +338,25 @@ class PushDeliverer:
         if self._next_retry is None or not_before < self._next_retry:
             self._next_retry = not_before
 
+    async def _body(self, row: OutboxRow, target: PushTarget) -> bytes | None:
+        """What to POST: the row's 1.0 ``StreamResponse``; for a config a 0.3 caller
+        registered, the task as a bare 0.3 Task (what 0.3 receivers read), as it is now
+        (``None``: the task is gone)."""
+        if target.protocol_version != V03:
+            return row.body
+        task = await self.store.load_snapshot(
+            row.task_id, tenant=target.tenant, owner=None, history_length=None
+        )
+        return None if task is None else encode(task_to_v03(task))
+
     async def _attempt(
-        self, row: OutboxRow, config: TaskPushNotificationConfig
+        self, row: OutboxRow, push: PushTarget, body: bytes
     ) -> tuple[str | None, bool, Outcome]:
         """``(error, retry, outcome for the endpoint)``: ``error`` is ``None`` once delivered."""
         try:
             async with asyncio.timeout(self.settings.attempt_timeout):
-                target = await self.guard.resolve(config.url)
-                status = await self._post(row, config, target)
+                target = await self.guard.resolve(push.config.url)
+                status = await self._post(row, push, body, target)
         except WebhookRefused as exc:
             return f"refused: {exc}", False, "not_sent"
         except UnresolvableHost as exc:
@@ -351,17 +372,16 @@ class PushDeliverer:
             return f"HTTP {status} (redirects are not followed)", True, outcome
         return f"HTTP {status}", True, outcome
 
-    async def _post(
-        self, row: OutboxRow, config: TaskPushNotificationConfig, target: Target
-    ) -> int:
+    async def _post(self, row: OutboxRow, push: PushTarget, body: bytes, target: Target) -> int:
         assert self._http is not None
-        headers = {
-            **target.headers,
-            "Content-Type": CONTENT_TYPE,
-            "User-Agent": self._user_agent,
-            "A2A-Version": "1.0",
-            NOTIFICATION_ID_HEADER: row.id,
-        }
+        config = push.config
+        headers = {**target.headers, "User-Agent": self._user_agent}
+        if push.protocol_version == V03:
+            headers["Content-Type"] = V03_CONTENT_TYPE  # and no A2A-Version: 0.3 had none
+        else:
+            headers["Content-Type"] = CONTENT_TYPE
+            headers["A2A-Version"] = PROTOCOL_VERSION
+        headers[NOTIFICATION_ID_HEADER] = row.id
         if config.token:
             headers[TOKEN_HEADER] = config.token
         if config.authentication is not None:
@@ -369,12 +389,12 @@ class PushDeliverer:
             headers["Authorization"] = f"{auth.scheme} {auth.credentials}".rstrip()
         if self.signer is not None:
             headers[JWT_HEADER] = self.signer.sign(
-                notification_id=row.id, task_id=row.task_id, audience=config.url, body=row.body
+                notification_id=row.id, task_id=row.task_id, audience=config.url, body=body
             )
         request = self._http.build_request(
             "POST",
             target.connect_url,
-            content=row.body,
+            content=body,
             headers=headers,
             extensions=dict(target.extensions),
         )

@@ -851,6 +851,29 @@ class StoreSuite:
         assert [c.id for c in await store.list_push_configs(record.id)] == ["c1", "c2"]
         assert await store.get_push_config(record.id, "c1") == replaced
 
+    async def test_a_push_target_carries_its_version_and_tenant(self, store: TaskStore) -> None:
+        """What the deliverer reads: the config, the A2A version it was registered over (1.0
+        unless said; saving it again says it again) and its task's tenant."""
+        record = new_record()
+        await store.create(record, tenant="acme", owner="ann")
+        config = _push(record.id, "c1")
+        await store.save_push_config(config)
+        target = await store.get_push_target(record.id, "c1")
+        assert target is not None
+        assert (target.config, target.protocol_version, target.tenant) == (config, "1.0", "acme")
+        await store.save_push_config(config, protocol_version="0.3")
+        target = await store.get_push_target(record.id, "c1")
+        assert target is not None and target.protocol_version == "0.3"
+        await store.append(record.id, [status_event(record, S.COMPLETED, at=1)])
+        target = await store.get_push_target(record.id, "c1")  # a finished task's too
+        assert target is not None and (target.protocol_version, target.tenant) == ("0.3", "acme")
+        await store.save_push_config(config)
+        target = await store.get_push_target(record.id, "c1")
+        assert target is not None and target.protocol_version == "1.0"
+        await store.delete_push_config(record.id, "c1")
+        assert await store.get_push_target(record.id, "c1") is None
+        assert await store.get_push_target("no-such-task", "c1") is None
+
     async def test_deleting_push_configs_is_idempotent(self, store: TaskStore) -> None:
         record = new_record()
         await store.create(record, tenant="", owner="")

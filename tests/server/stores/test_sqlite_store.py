@@ -203,7 +203,7 @@ async def test_a_failing_write_is_undone_alone_and_its_batch_commits(tmp_path: P
 
         def half_done(connection: sqlite3.Connection) -> None:
             # Writes a row, then fails: the row must not survive, the batch must.
-            connection.execute(_sql.UPSERT_PUSH_CONFIG, (first.id, "h", first.id, b"{}"))
+            connection.execute(_sql.UPSERT_PUSH_CONFIG, (first.id, "h", first.id, b"{}", "1.0"))
             raise RuntimeError("failed halfway")
 
         commits = store.commits

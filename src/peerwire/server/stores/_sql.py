@@ -13,7 +13,8 @@ outbox)::
     tasks(id PK, tenant, owner, context_id, state, status_key, version,
           snapshot, snapshot_version)
     events(task_id, version, kind, body)          PK (task_id, version)
-    push_configs(task_id, id, seq, body)          PK (task_id, id)
+    push_configs(task_id, id, seq, body, protocol_version)
+                                                  PK (task_id, id) (protocol_version: 6)
     push_outbox(id PK, task_id, config_id, seq, body, attempts, next_attempt_at, state,
                 last_error, created_at)           (schema version 2)
     message_ids(tenant, owner, message_id, task_id, expires_at)
@@ -46,6 +47,7 @@ __all__ = [
     "DELETE_PUSH_CONFIG",
     "FORGET_MESSAGE_IDS",
     "GET_PUSH_CONFIG",
+    "GET_PUSH_TARGET",
     "INSERT_EVENT",
     "INSERT_OUTBOX",
     "INSERT_TASK",
@@ -157,6 +159,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # Retention removes a task's message-id claims with the task (delete_terminal_before).
         "CREATE INDEX message_ids_by_task ON message_ids (task_id)",
     ),
+    (
+        # The A2A version a push config was registered over: its notifications are sent in
+        # that version's form (a 0.3 receiver expects a bare 0.3 Task). Earlier rows are 1.0.
+        "ALTER TABLE push_configs ADD COLUMN protocol_version TEXT NOT NULL DEFAULT '1.0'",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -209,11 +216,17 @@ SELECT_UNFINISHED = (
 )
 
 UPSERT_PUSH_CONFIG = (
-    "INSERT INTO push_configs (task_id, id, seq, body) VALUES "
-    "(?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM push_configs WHERE task_id = ?), ?) "
-    "ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body"
+    "INSERT INTO push_configs (task_id, id, seq, body, protocol_version) VALUES "
+    "(?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM push_configs WHERE task_id = ?), ?, ?) "
+    "ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body, "
+    "protocol_version = excluded.protocol_version"
 )
 GET_PUSH_CONFIG = "SELECT body FROM push_configs WHERE task_id = ? AND id = ?"
+# What the deliverer needs to send to a config: it, its version, and its task's tenant.
+GET_PUSH_TARGET = (
+    "SELECT c.body, c.protocol_version, t.tenant FROM push_configs c "
+    "JOIN tasks t ON t.id = c.task_id WHERE c.task_id = ? AND c.id = ?"
+)
 LIST_PUSH_CONFIGS = "SELECT body FROM push_configs WHERE task_id = ? ORDER BY seq"
 DELETE_PUSH_CONFIG = "DELETE FROM push_configs WHERE task_id = ? AND id = ?"
 SELECT_PUSH_CONFIG_IDS = "SELECT id FROM push_configs WHERE task_id = ? ORDER BY seq"

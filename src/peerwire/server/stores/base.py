@@ -19,13 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
-from ...protocol import Event, ListQuery, TaskRecord
+from ...protocol import PROTOCOL_VERSION, Event, ListQuery, TaskRecord
 from ...types import Encoded, Task, TaskPushNotificationConfig, TaskState
 
 __all__ = [
     "EventsAfter",
     "OutboxRow",
     "OutboxState",
+    "PushTarget",
     "SnapshotReader",
     "StoredTaskInfo",
     "TaskStore",
@@ -84,6 +85,18 @@ class OutboxRow:
     state: OutboxState
     last_error: str
     """Why the latest attempt failed (``""``: none did)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PushTarget:
+    """A push config as the deliverer sends to it (``TaskStore.get_push_target``)."""
+
+    config: TaskPushNotificationConfig
+    protocol_version: str
+    """The A2A version (Major.Minor) the config was registered over: ``"1.0"``, or ``"0.3"``
+    for a 0.3 caller, whose receiver expects 0.3's notification form."""
+    tenant: str
+    """The tenant of the config's task (to read the task a 0.3 notification carries)."""
 
 
 class TaskStore(abc.ABC):
@@ -259,8 +272,11 @@ class TaskStore(abc.ABC):
     # Callers check that the task is visible to the caller first; these do not scope.
 
     @abc.abstractmethod
-    async def save_push_config(self, config: TaskPushNotificationConfig) -> None:
-        """Store ``config`` under ``(config.task_id, config.id)``, replacing one with that id.
+    async def save_push_config(
+        self, config: TaskPushNotificationConfig, *, protocol_version: str = PROTOCOL_VERSION
+    ) -> None:
+        """Store ``config`` under ``(config.task_id, config.id)``, replacing one with that id,
+        with the A2A version (Major.Minor) it was registered over (``PushTarget``).
 
         Raises ``TaskNotFoundError`` if the task does not exist.
         """
@@ -270,6 +286,11 @@ class TaskStore(abc.ABC):
         self, task_id: str, config_id: str
     ) -> TaskPushNotificationConfig | None:
         """The config, or ``None`` if the task has none with that id."""
+
+    @abc.abstractmethod
+    async def get_push_target(self, task_id: str, config_id: str) -> PushTarget | None:
+        """The config with its version and its task's tenant, or ``None`` as
+        ``get_push_config``."""
 
     @abc.abstractmethod
     async def list_push_configs(self, task_id: str) -> list[TaskPushNotificationConfig]:

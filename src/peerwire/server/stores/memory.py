@@ -12,7 +12,16 @@ from typing import ClassVar
 import msgspec
 
 from ...errors import TaskNotFoundError, VersionConflictError
-from ...protocol import TERMINAL, Event, ListQuery, TaskRecord, select_page, sort_key, trim_history
+from ...protocol import (
+    PROTOCOL_VERSION,
+    TERMINAL,
+    Event,
+    ListQuery,
+    TaskRecord,
+    select_page,
+    sort_key,
+    trim_history,
+)
 from ...types import (
     Encoded,
     Task,
@@ -24,7 +33,7 @@ from ...types import (
     now_timestamp,
 )
 from ._rows import event_body, outbox_row_id, push_body
-from .base import EventsAfter, OutboxRow, StoredTaskInfo, TaskStore
+from .base import EventsAfter, OutboxRow, PushTarget, StoredTaskInfo, TaskStore
 
 __all__ = ["MemoryTaskStore"]
 
@@ -178,6 +187,8 @@ class MemoryTaskStore(TaskStore):
         self._expanded_finished: deque[_Entry] = deque()
         self._expanded_limit = expanded_finished
         self._push: dict[str, dict[str, TaskPushNotificationConfig]] = {}
+        # The A2A version each config was registered over, where it is not 1.0.
+        self._push_versions: dict[tuple[str, str], str] = {}
         self._outbox: dict[str, OutboxRow] = {}
         # The ids of pending rows in the order they were written, "oldest first" (a dict as an
         # ordered set, each with when it was written): claiming never walks the delivered rows
@@ -444,7 +455,8 @@ class MemoryTaskStore(TaskStore):
         ]
         for task_id in doomed:
             del self._tasks[task_id]
-            self._push.pop(task_id, None)
+            for config_id in self._push.pop(task_id, {}):
+                self._push_versions.pop((task_id, config_id), None)
         gone = set(doomed)
         self._drop_outbox(lambda row: row.task_id in gone)
         if gone:
@@ -467,12 +479,28 @@ class MemoryTaskStore(TaskStore):
                 batches.append([expires_at, left])
         self._message_ids, self._claim_batches = kept, batches
 
-    async def save_push_config(self, config: TaskPushNotificationConfig) -> None:
+    async def save_push_config(
+        self, config: TaskPushNotificationConfig, *, protocol_version: str = PROTOCOL_VERSION
+    ) -> None:
         if config.task_id not in self._tasks:
             raise TaskNotFoundError(
                 f"Task {config.task_id} was not found", metadata={"taskId": config.task_id}
             )
         self._push.setdefault(config.task_id, {})[config.id] = config
+        key = (config.task_id, config.id)
+        if protocol_version == PROTOCOL_VERSION:
+            self._push_versions.pop(key, None)
+        else:
+            self._push_versions[key] = protocol_version
+
+    async def get_push_target(self, task_id: str, config_id: str) -> PushTarget | None:
+        config = self._push.get(task_id, {}).get(config_id)
+        stored = self._tasks.get(task_id)
+        if config is None or stored is None:
+            return None
+        tenant = stored.tenant if isinstance(stored, _Entry) else _unpack_header(stored).tenant
+        version = self._push_versions.get((task_id, config_id), PROTOCOL_VERSION)
+        return PushTarget(config, version, tenant)
 
     async def get_push_config(
         self, task_id: str, config_id: str
@@ -484,6 +512,7 @@ class MemoryTaskStore(TaskStore):
 
     async def delete_push_config(self, task_id: str, config_id: str) -> None:
         self._push.get(task_id, {}).pop(config_id, None)
+        self._push_versions.pop((task_id, config_id), None)
         self._drop_outbox(
             lambda row: (
                 row.task_id == task_id and row.config_id == config_id and row.state == "pending"

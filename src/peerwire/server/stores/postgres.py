@@ -63,7 +63,7 @@ from ...errors import (
     TaskNotFoundError,
     VersionConflictError,
 )
-from ...protocol import Event, ListQuery, TaskRecord, sort_key
+from ...protocol import PROTOCOL_VERSION, Event, ListQuery, TaskRecord, sort_key
 from ...protocol.paging import encode_page_token
 from ...types import Task, TaskPushNotificationConfig, TaskState
 from .._url_options import pop_url_option
@@ -85,7 +85,7 @@ from ._rows import (
     task_row,
     to_ms,
 )
-from .base import EventsAfter, OutboxRow, StoredTaskInfo, TaskStore
+from .base import EventsAfter, OutboxRow, PushTarget, StoredTaskInfo, TaskStore
 from .retention import retention_cutoff
 
 __all__ = ["PostgresTaskStore"]
@@ -223,6 +223,7 @@ _TASK_EXISTS = _sql.numbered(_sql.TASK_EXISTS)
 _SELECT_UNFINISHED = _sql.numbered(_sql.SELECT_UNFINISHED)
 _UPSERT_PUSH_CONFIG = _sql.numbered(_sql.UPSERT_PUSH_CONFIG)
 _GET_PUSH_CONFIG = _sql.numbered(_sql.GET_PUSH_CONFIG)
+_GET_PUSH_TARGET = _sql.numbered(_sql.GET_PUSH_TARGET)
 _LIST_PUSH_CONFIGS = _sql.numbered(_sql.LIST_PUSH_CONFIGS)
 _DELETE_PUSH_CONFIG = _sql.numbered(_sql.DELETE_PUSH_CONFIG)
 _DELETE_TERMINAL_BEFORE = tuple(_sql.numbered(s) for s in _sql.delete_terminal_before())
@@ -875,7 +876,9 @@ class PostgresTaskStore(TaskStore):
 
     # -- push configs -----------------------------------------------------------------------
 
-    async def save_push_config(self, config: TaskPushNotificationConfig) -> None:
+    async def save_push_config(
+        self, config: TaskPushNotificationConfig, *, protocol_version: str = PROTOCOL_VERSION
+    ) -> None:
         async with self._connection() as connection, connection.transaction():
             if await connection.fetchval(_TASK_EXISTS, config.task_id) is None:
                 raise _not_found(config.task_id)
@@ -885,6 +888,7 @@ class PostgresTaskStore(TaskStore):
                 config.id,
                 config.task_id,
                 encode_push_config(config),
+                protocol_version,
             )
 
     async def get_push_config(
@@ -893,6 +897,11 @@ class PostgresTaskStore(TaskStore):
         async with self._connection() as connection:
             body = await connection.fetchval(_GET_PUSH_CONFIG, task_id, config_id)
         return None if body is None else decode_push_config(body)
+
+    async def get_push_target(self, task_id: str, config_id: str) -> PushTarget | None:
+        async with self._connection() as connection:
+            row = await connection.fetchrow(_GET_PUSH_TARGET, task_id, config_id)
+        return None if row is None else PushTarget(decode_push_config(row[0]), row[1], row[2])
 
     async def list_push_configs(self, task_id: str) -> list[TaskPushNotificationConfig]:
         async with self._connection() as connection:

@@ -46,7 +46,15 @@ from typing import Any, Literal, TypeVar
 import anyio.to_thread
 
 from ...errors import InternalError, TaskNotFoundError, VersionConflictError
-from ...protocol import TERMINAL, Event, ListQuery, TaskRecord, ends_blocking_wait, sort_key
+from ...protocol import (
+    PROTOCOL_VERSION,
+    TERMINAL,
+    Event,
+    ListQuery,
+    TaskRecord,
+    ends_blocking_wait,
+    sort_key,
+)
 from ...protocol.paging import encode_page_token
 from ...types import Task, TaskPushNotificationConfig, TaskState
 from . import _sql
@@ -73,7 +81,7 @@ from ._sqlite_io import (
     leave_checkpoints_to_thread,
     migrate,
 )
-from .base import EventsAfter, OutboxRow, StoredTaskInfo, TaskStore
+from .base import EventsAfter, OutboxRow, PushTarget, StoredTaskInfo, TaskStore
 from .retention import retention_cutoff
 
 __all__ = ["SQLiteTaskStore"]
@@ -480,8 +488,16 @@ class SQLiteTaskStore(TaskStore):
 
     # -- push configs -------------------------------------------------------------------------
 
-    async def save_push_config(self, config: TaskPushNotificationConfig) -> None:
-        params = (config.task_id, config.id, config.task_id, encode_push_config(config))
+    async def save_push_config(
+        self, config: TaskPushNotificationConfig, *, protocol_version: str = PROTOCOL_VERSION
+    ) -> None:
+        params = (
+            config.task_id,
+            config.id,
+            config.task_id,
+            encode_push_config(config),
+            protocol_version,
+        )
 
         def save(connection: sqlite3.Connection) -> None:
             if connection.execute(_sql.TASK_EXISTS, (config.task_id,)).fetchone() is None:
@@ -499,6 +515,14 @@ class SQLiteTaskStore(TaskStore):
             ).fetchone()
         )
         return None if row is None else decode_push_config(row[0])
+
+    async def get_push_target(self, task_id: str, config_id: str) -> PushTarget | None:
+        row = await self._read(
+            lambda connection: connection.execute(
+                _sql.GET_PUSH_TARGET, (task_id, config_id)
+            ).fetchone()
+        )
+        return None if row is None else PushTarget(decode_push_config(row[0]), row[1], row[2])
 
     async def list_push_configs(self, task_id: str) -> list[TaskPushNotificationConfig]:
         rows = await self._read(
