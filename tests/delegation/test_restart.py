@@ -154,7 +154,8 @@ async def test_a_peer_killed_mid_delegation_leaves_an_explained_entry(tmp_path: 
             await peer.wait()
             canceled = await client.cancel_task(parent.id)
             assert canceled.status.state is TaskState.CANCELED
-    (entry,) = await hub.store.entries(scope=parent.id)
+    (entry, end) = await hub.store.entries(scope=parent.id)
+    assert (end.kind, end.status) == ("end", EntryStatus.CANCELED)
     assert entry.status is EntryStatus.OPEN and entry.remote_task_id == remote[0]
     assert "the cancel did not reach" in entry.reason
     assert entry.cause == "unreachable"

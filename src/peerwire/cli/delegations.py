@@ -15,7 +15,6 @@ from typing import Annotated
 import typer
 
 from ..delegation import (
-    OPEN_STATUSES,
     Connector,
     Delegations,
     EntryStatus,
@@ -25,6 +24,7 @@ from ..delegation import (
     describe_entry,
     open_ledger_store,
 )
+from ..delegation.entries import unsettled
 from ._app import app
 from ._exits import EXIT_ERROR
 from ._session import CommandError, run
@@ -59,7 +59,12 @@ def _store(spec: str) -> LedgerStore:
 def list_command(
     store: StoreOption,
     open_: Annotated[
-        bool, typer.Option("--open", help="Only delegations still open (intent or open).")
+        bool,
+        typer.Option(
+            "--open",
+            help="Only what is not settled: steps still open, compensations registered, "
+            "due, running or between runs.",
+        ),
     ] = False,
     dead: Annotated[
         bool, typer.Option("--dead", help="Only dead letters (compensations that gave up).")
@@ -69,15 +74,17 @@ def list_command(
     """List the ledger's entries, by scope (the parent task, or the job) and order."""
     if open_ and dead:
         raise typer.BadParameter("--open and --dead exclude each other")
-    statuses = OPEN_STATUSES if open_ else {EntryStatus.DEAD} if dead else None
+    statuses = {EntryStatus.DEAD} if dead else None
 
     async def main() -> int:
         ledger = _store(store)
         await ledger.open()
         try:
-            entries = await ledger.entries(statuses=statuses)
+            found = await ledger.entries(statuses=statuses)
         finally:
             await ledger.close()
+        # A parent's end row records a decision, not a delegation: never listed.
+        entries = [e for e in found if e.kind != "end" and (not open_ or unsettled(e))]
         for entry in entries:
             typer.echo(json.dumps(_as_json(entry)) if as_json else _line(entry))
         if not entries and not as_json:

@@ -60,6 +60,7 @@ COLUMNS = (
     "runs",
     "result",
     "result_kind",
+    "version",
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -98,6 +99,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX IF NOT EXISTS delegations_by_status ON delegations (status)",
     ),
+    # Every write a compare-and-set on the row's version.
+    ("ALTER TABLE delegations ADD COLUMN version INTEGER NOT NULL DEFAULT 0",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -106,7 +109,12 @@ INSERT = (
     f"INSERT INTO delegations ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS}) "
     "ON CONFLICT (tenant, scope, key) DO NOTHING"
 )
-UPDATE = "UPDATE delegations SET " + ", ".join(f"{c} = ?" for c in COLUMNS[1:]) + " WHERE id = ?"
+UPDATE = (
+    "UPDATE delegations SET "
+    + ", ".join(f"{c} = ?" for c in COLUMNS[1:])
+    + " WHERE id = ? AND version = ?"
+)
+"""A compare-and-set: the row is written only if it still has the version the writer read."""
 SELECT_BY_ID = f"SELECT {', '.join(COLUMNS)} FROM delegations WHERE id = ?"
 SELECT_BY_KEY = (
     f"SELECT {', '.join(COLUMNS)} FROM delegations WHERE tenant = ? AND scope = ? AND key = ?"
@@ -147,8 +155,9 @@ def row_of(entry: LedgerEntry) -> tuple[Any, ...]:
 
 
 def update_values(entry: LedgerEntry) -> tuple[Any, ...]:
-    row = row_of(entry)
-    return (*row[1:], row[0])
+    """``UPDATE``'s values: ``entry`` written as the next version of the one it was read as."""
+    row = row_of(entry.replace(version=entry.version + 1))
+    return (*row[1:], row[0], entry.version)
 
 
 def entry_from_row(row: Sequence[Any]) -> LedgerEntry:

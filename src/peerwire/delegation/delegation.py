@@ -485,9 +485,28 @@ class Delegation:
     async def _client(self) -> Client:
         return await self._owner.connector.client(self._entry.agent)
 
-    async def _update(self, **changes: object) -> None:
-        self._entry = self._entry.replace(**changes, updated_at=time.time())
-        await self._owner.store.save(self._entry)
+    async def _update(self, **changes: object) -> bool:
+        """Write ``changes`` over the row as this handle read it (a compare-and-set); whether
+        they were written. When another writer came first, the row is read again: a change
+        of status is dropped if the row has moved to another status since (the first
+        transition recorded stands, and this handle now holds it); other changes (what was
+        seen of the remote task) are written over the fresh row."""
+        while True:
+            base = self._entry
+            stored = await self._owner.store.save(base.replace(**changes, updated_at=time.time()))
+            if stored is not None:
+                self._entry = stored
+                return True
+            fresh = await self._owner.store.get(base.id)
+            if fresh is None:
+                raise DelegationError(
+                    f"delegation {base.key!r}: its ledger entry {base.id} is gone",
+                    key=base.key,
+                    remote_task_id=base.remote_task_id,
+                )
+            self._entry = fresh
+            if "status" in changes and fresh.status is not base.status:
+                return False
 
     async def _settle(self, status: EntryStatus, reason: str, **changes: object) -> None:
         await self._update(status=status, reason=reason, **changes)

@@ -18,11 +18,19 @@ from typing import Literal
 import msgspec
 
 from .._ids import new_id
-from ..types import Message, Part, Role, decode, encode
+from ..types import Message, Part, Role, TaskState, decode, encode
 from ._observe import Observer
 from .connector import Connector
 from .delegation import Delegation, outcome_of
-from .entries import OPEN_STATUSES, EntryKind, EntryStatus, Follow, LedgerEntry
+from .entries import (
+    END_KEY,
+    OPEN_STATUSES,
+    PENDING_UNDO_STATUSES,
+    EntryKind,
+    EntryStatus,
+    Follow,
+    LedgerEntry,
+)
 from .errors import DelegationConflictError, DelegationNotFoundError
 from .outcomes import Canceled, Completed, Failed, Outcome, Rejected, TimedOut
 from .store import LedgerStore
@@ -33,8 +41,13 @@ OnFailure = Literal["cancel_rest", "let_finish"]
 
 # What counts as a failure of a fan-out's call (a stall does not).
 _FAILURES = (Failed, Rejected, TimedOut, Canceled)
-# Compensations not finished yet: to run (again), or being run when a process stopped.
-_PENDING_UNDO = (EntryStatus.DUE, EntryStatus.INTENT, EntryStatus.OPEN)
+# How a parent's end is recorded in its ``end`` row.
+_ENDS = {
+    TaskState.COMPLETED: EntryStatus.COMPLETED,
+    TaskState.FAILED: EntryStatus.FAILED,
+    TaskState.CANCELED: EntryStatus.CANCELED,
+    TaskState.REJECTED: EntryStatus.REJECTED,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,11 +221,13 @@ class Delegations:
     async def entries(
         self, *, open_only: bool = False, kind: EntryKind | None = None
     ) -> list[LedgerEntry]:
-        """What the ledger holds for this scope, oldest first (``open_only``: still open)."""
+        """What the ledger holds for this scope, oldest first (``open_only``: still open;
+        the parent's ``end`` row only with ``kind="end"``)."""
         found = await self.store.entries(
             tenant=self.tenant, scope=self.scope, statuses=OPEN_STATUSES if open_only else None
         )
-        return [e for e in found if kind is None or e.kind == kind]
+        # The parent's end row is listed only when asked for by its kind.
+        return [e for e in found if e.kind == kind or (kind is None and e.kind != "end")]
 
     async def open(self) -> list[Delegation]:
         """Handles on every step still open, to follow on (``result()``) after a restart."""
@@ -250,8 +265,7 @@ class Delegations:
                 else f"{reason}: the cancel was not answered within {self.cancel_within:g} s"
             )
             try:
-                entry = handle.entry.replace(reason=why, updated_at=time.time())
-                await self.store.save(entry)
+                await handle._update(reason=why)
             finally:
                 outcomes.append(
                     Failed(handle.key, handle.agent, handle.remote_task_id, why, "unreachable")
@@ -284,10 +298,40 @@ class Delegations:
                 f"key {key!r} already undoes {entry.compensates!r}, not {step.key!r}", key=key
             )
 
+    async def record_end(self, state: TaskState) -> tuple[TaskState, bool]:
+        """Record how the parent ended, once for all: the state recorded (``state``, or the
+        one an earlier call recorded first) and whether this call recorded it. Whoever
+        records first (the handler completing, failing, a cancel) decides whether the
+        compensations run; the others take that end as theirs."""
+        status = _ENDS.get(state)
+        if status is None:
+            raise ValueError(f"a parent ends in a terminal state, not {state.name}")
+        now = time.time()
+        mine = LedgerEntry(
+            id=new_id(),
+            tenant=self.tenant,
+            scope=self.scope,
+            key=END_KEY,
+            kind="end",
+            agent="",
+            message=b"",
+            message_id="",
+            context_id="",
+            status=status,
+            seq=0,
+            created_at=now,
+            updated_at=now,
+            remote_state=state.value,
+            reason=f"the parent ended {state.name.lower()}",
+        )
+        stored = await self.store.insert(mine)
+        return TaskState(stored.remote_state), stored.id == mine.id
+
     async def discard_compensations(self, reason: str) -> None:
         """The parent completed: the registered compensations will never be needed."""
         for entry in await self.entries(kind="compensation"):
             if entry.status is EntryStatus.REGISTERED:
+                # Lost to another write: that one moved it on, and it stands.
                 await self.store.save(
                     entry.replace(
                         status=EntryStatus.DISCARDED, reason=reason, updated_at=time.time()
@@ -306,18 +350,19 @@ class Delegations:
             if entry.status is EntryStatus.REGISTERED:
                 step = steps.get(entry.compensates)
                 if step is not None and _may_have_acted(step):
-                    entry = entry.replace(
+                    wanted = entry.replace(
                         status=EntryStatus.DUE, reason=reason, updated_at=time.time()
                     )
                 else:
                     state = step.status.value if step is not None else "not found"
-                    entry = entry.replace(
+                    wanted = entry.replace(
                         status=EntryStatus.DISCARDED,
                         reason=f"step {entry.compensates!r} has nothing to undo ({state})",
                         updated_at=time.time(),
                     )
-                await self.store.save(entry)
-            pending = pending or entry.status in _PENDING_UNDO
+                # Lost to another write: the row as that one left it.
+                entry = await self.store.save(wanted) or await self.store.get(entry.id) or wanted
+            pending = pending or entry.status in PENDING_UNDO_STATUSES
         return pending
 
     async def compensate(self, reason: str = "compensating") -> list[Outcome]:
@@ -325,7 +370,9 @@ class Delegations:
         something), newest first; each outcome (a compensation that kept failing is ``DEAD``
         in the ledger: ``peerwire delegations list --dead``)."""
         await self.mark_compensations_due(reason)
-        due = [e for e in await self.entries(kind="compensation") if e.status in _PENDING_UNDO]
+        due = [
+            e for e in await self.entries(kind="compensation") if e.status in PENDING_UNDO_STATUSES
+        ]
         outcomes = []
         with self.observer.span("delegation.compensate", scope=self.scope):
             for entry in sorted(due, key=lambda e: e.seq, reverse=True):
@@ -341,8 +388,17 @@ class Delegations:
             outcome = outcome_of(entry)
             assert outcome is not None
             return outcome
-        entry = entry.replace(status=EntryStatus.DUE, runs=0, next_attempt_at=0.0)
-        return await self._run_compensation(entry, 1)
+        wanted = entry.replace(
+            status=EntryStatus.DUE, runs=0, next_attempt_at=0.0, updated_at=time.time()
+        )
+        stored = await self.store.save(wanted)
+        if stored is None:
+            raise DelegationConflictError(
+                f"compensation {entry.key!r} changed while being retried (another process "
+                "runs it): list it again",
+                key=entry.key,
+            )
+        return await self._run_compensation(stored, 1)
 
     async def _run_compensation(self, entry: LedgerEntry, attempts: int) -> Outcome:
         while True:
@@ -350,8 +406,13 @@ class Delegations:
             if entry.status is EntryStatus.DUE and wait > 0:
                 await asyncio.sleep(wait)
             if entry.status is EntryStatus.DUE:
-                entry = _fresh_attempt(entry, time.time() + self.compensation_timeout)
-                await self.store.save(entry)
+                claimed = await self.store.save(
+                    _fresh_attempt(entry, time.time() + self.compensation_timeout)
+                )
+                if claimed is None:
+                    # Another runner claimed this run (a recovery elsewhere): it is theirs.
+                    return await self._outcome_elsewhere(entry)
+                entry = claimed
             # A handle of its own for each run: an earlier run's handle holds its outcome.
             handle = self._handles[entry.key] = Delegation(self, entry)
             self.observer.count("compensation_run")
@@ -365,23 +426,43 @@ class Delegations:
             runs = entry.runs + 1
             self.observer.count("compensation_failed")
             if runs >= attempts:
-                entry = entry.replace(
-                    status=EntryStatus.DEAD,
+                dead = await self.store.save(
+                    entry.replace(
+                        status=EntryStatus.DEAD,
+                        runs=runs,
+                        updated_at=time.time(),
+                        reason=f"gave up after {runs} run(s): {outcome.describe()}",
+                    )
+                )
+                if dead is not None:
+                    self.observer.count("dead_letter")
+                return outcome
+            again = await self.store.save(
+                entry.replace(
+                    status=EntryStatus.DUE,
                     runs=runs,
                     updated_at=time.time(),
-                    reason=f"gave up after {runs} run(s): {outcome.describe()}",
+                    next_attempt_at=time.time() + self.compensation_backoff * 2 ** (runs - 1),
+                    reason=f"run {runs} failed: {outcome.describe()}",
                 )
-                await self.store.save(entry)
-                self.observer.count("dead_letter")
-                return outcome
-            entry = entry.replace(
-                status=EntryStatus.DUE,
-                runs=runs,
-                updated_at=time.time(),
-                next_attempt_at=time.time() + self.compensation_backoff * 2 ** (runs - 1),
-                reason=f"run {runs} failed: {outcome.describe()}",
             )
-            await self.store.save(entry)
+            if again is None:
+                return await self._outcome_elsewhere(entry)
+            entry = again
+
+    async def _outcome_elsewhere(self, entry: LedgerEntry) -> Outcome:
+        """A compensation another runner took over: its outcome as recorded so far."""
+        fresh = await self.store.get(entry.id) or entry
+        recorded = outcome_of(fresh)
+        if recorded is not None:
+            return recorded
+        return Failed(
+            entry.key,
+            entry.agent,
+            fresh.remote_task_id,
+            f"run by another process ({fresh.status.value})",
+            "unreachable",
+        )
 
     # -- recording --------------------------------------------------------------------------
 

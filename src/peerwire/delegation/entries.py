@@ -17,10 +17,25 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-__all__ = ["OPEN_STATUSES", "EntryKind", "EntryStatus", "Follow", "LedgerEntry"]
+__all__ = [
+    "END_KEY",
+    "OPEN_STATUSES",
+    "PENDING_UNDO_STATUSES",
+    "SETTLED_UNDO_STATUSES",
+    "EntryKind",
+    "EntryStatus",
+    "Follow",
+    "LedgerEntry",
+    "unsettled",
+]
 
 Follow = Literal["subscribe", "poll"]
-EntryKind = Literal["step", "compensation"]
+EntryKind = Literal["step", "compensation", "end"]
+"""A step, a step's undo, or the parent's end: the one row (key ``END_KEY``) that records how
+the parent ended, written once, by whichever of complete / fail / cancel comes first."""
+
+END_KEY = ""
+"""The key of a scope's ``end`` row (no step can have it: a step's key is never empty)."""
 
 
 class EntryStatus(StrEnum):
@@ -49,6 +64,34 @@ class EntryStatus(StrEnum):
 
 OPEN_STATUSES = frozenset({EntryStatus.INTENT, EntryStatus.OPEN})
 """Entries with a remote task that may still be running (or about to be)."""
+
+PENDING_UNDO_STATUSES = frozenset(
+    {
+        EntryStatus.DUE,
+        EntryStatus.INTENT,
+        EntryStatus.OPEN,
+        # A run that ended without completing, its next state (due again, or dead) not yet
+        # recorded (a process stopped in between): still to be decided, so still pending.
+        EntryStatus.FAILED,
+        EntryStatus.REJECTED,
+        EntryStatus.CANCELED,
+        EntryStatus.TIMED_OUT,
+    }
+)
+"""A compensation's statuses while it is still to run, running, or between runs."""
+
+SETTLED_UNDO_STATUSES = frozenset({EntryStatus.COMPLETED, EntryStatus.DISCARDED, EntryStatus.DEAD})
+"""A compensation's final statuses (a dead one waits for a person: ``--dead``)."""
+
+
+def unsettled(entry: LedgerEntry) -> bool:
+    """Whether an entry still has something to happen: a step still open, a compensation
+    registered or pending (the parent's ``end`` row is settled once written)."""
+    if entry.kind == "step":
+        return entry.status in OPEN_STATUSES
+    if entry.kind == "compensation":
+        return entry.status not in SETTLED_UNDO_STATUSES
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +141,8 @@ class LedgerEntry:
     result: bytes = b""
     """The final remote ``Task`` (or the agent's ``Message``) as ProtoJSON, once settled."""
     result_kind: Literal["", "task", "message"] = ""
+    version: int = 0
+    """Bumped by every write: a write succeeds only on the version it read (``save``)."""
 
     def replace(self, **changes: object) -> LedgerEntry:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from ..types import TaskState
 from ._observe import Observer
 from .connector import Connect, Connector
 from .delegations import Delegations
-from .entries import EntryStatus
+from .entries import OPEN_STATUSES, PENDING_UNDO_STATUSES, EntryStatus, unsettled
 from .store import LedgerStore
 
 __all__ = ["DelegationHub", "ParentState"]
@@ -31,12 +31,8 @@ log = logging.getLogger("peerwire.delegation")
 ParentState = Callable[[str, str], Awaitable[TaskState | None]]
 """The state of a parent task, from ``(tenant, task_id)`` (``None``: no such task)."""
 
-_UNFINISHED = (
-    EntryStatus.INTENT,
-    EntryStatus.OPEN,
-    EntryStatus.REGISTERED,
-    EntryStatus.DUE,
-)
+# The statuses an unsettled entry can have (``unsettled`` tells steps and undos apart).
+_UNFINISHED = OPEN_STATUSES | PENDING_UNDO_STATUSES | {EntryStatus.REGISTERED}
 
 
 class DelegationHub:
@@ -108,18 +104,24 @@ class DelegationHub:
             **self._options,
         )
 
-    async def task_ended(self, task_id: str, tenant: str, state: TaskState) -> None:
-        """The task is ending in ``state`` (terminal): cancel its open delegations, then
-        settle its compensations (discarded when it completed, else run in the background).
-        A task that did not delegate here (a replayed handler that has not delegated again)
-        is looked up in the ledger first: one query, and nothing more when it holds nothing
-        unfinished."""
+    async def task_ended(self, task_id: str, tenant: str, state: TaskState) -> TaskState:
+        """The task is ending in ``state`` (terminal): record that end once, cancel its open
+        delegations, then settle its compensations (discarded when it completed, else run in
+        the background). The end is one decision: when another path recorded the task's end
+        first (a cancel racing the handler's return), that end is returned and nothing is
+        done here; the caller records that end instead of its own. A task that did not
+        delegate here (a replayed handler that has not delegated again, a cancel with no
+        handler) is looked up in the ledger first: one query, and nothing more when it holds
+        nothing."""
         scope = self._active.pop(task_id, None)
         if scope is None or not scope._handles:
-            if not await self.store.entries(tenant=tenant, scope=task_id, statuses=_UNFINISHED):
-                return
+            if not await self.store.entries(tenant=tenant, scope=task_id):
+                return state
             scope = scope or self._scope(task_id, tenant)
-        await self._settle(scope, state)
+        decided, first = await scope.record_end(state)
+        if first:
+            await self._settle(scope, decided)
+        return decided
 
     async def _settle(self, scope: Delegations, state: TaskState) -> None:
         name = state.name.lower()
@@ -148,7 +150,7 @@ class DelegationHub:
         what is still open and run what is still to undo. Tasks still running are left to
         their handlers (``on_restart="resume"`` replays them)."""
         entries = await self.store.entries(statuses=_UNFINISHED)
-        scopes = sorted({(entry.tenant, entry.scope) for entry in entries})
+        scopes = sorted({(entry.tenant, entry.scope) for entry in entries if unsettled(entry)})
         for tenant, task_id in scopes:
             if task_id in self._active:
                 continue
@@ -162,6 +164,9 @@ class DelegationHub:
             if state is None or state not in TERMINAL:
                 continue
             try:
-                await self._settle(self._scope(task_id, tenant), state)
+                scope = self._scope(task_id, tenant)
+                # The end recorded first stands (a process that died after recording it).
+                decided, _ = await scope.record_end(state)
+                await self._settle(scope, decided)
             except Exception:
                 log.exception("peerwire: delegations of task %s not recovered", task_id)

@@ -35,9 +35,12 @@ class MemoryLedgerStore(LedgerStore):
         self._by_key[(entry.tenant, entry.scope, entry.key)] = stored.id
         return stored
 
-    async def save(self, entry: LedgerEntry) -> None:
-        if entry.id in self._by_id:
-            self._by_id[entry.id] = entry
+    async def save(self, entry: LedgerEntry) -> LedgerEntry | None:
+        found = self._by_id.get(entry.id)
+        if found is None or found.version != entry.version:
+            return None
+        stored = self._by_id[entry.id] = entry.replace(version=entry.version + 1)
+        return stored
 
     async def get(self, entry_id: str) -> LedgerEntry | None:
         return self._by_id.get(entry_id)

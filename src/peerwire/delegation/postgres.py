@@ -96,8 +96,10 @@ class PostgresLedgerStore(LedgerStore):
             await connection.execute(self._insert, *_sql.row_of(stored))
             return stored
 
-    async def save(self, entry: LedgerEntry) -> None:
-        await self._ready().execute(self._update, *_sql.update_values(entry))
+    async def save(self, entry: LedgerEntry) -> LedgerEntry | None:
+        status = await self._ready().execute(self._update, *_sql.update_values(entry))
+        # asyncpg's command tag: "UPDATE <rows>".
+        return entry.replace(version=entry.version + 1) if status == "UPDATE 1" else None
 
     async def get(self, entry_id: str) -> LedgerEntry | None:
         row = await self._ready().fetchrow(self._by_id, entry_id)

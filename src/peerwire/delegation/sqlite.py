@@ -93,9 +93,10 @@ class SQLiteLedgerStore(LedgerStore):
 
         return await self._run(insert)
 
-    async def save(self, entry: LedgerEntry) -> None:
+    async def save(self, entry: LedgerEntry) -> LedgerEntry | None:
         values = _sql.update_values(entry)
-        await self._run(lambda connection: connection.execute(_sql.UPDATE, values))
+        cursor = await self._run(lambda connection: connection.execute(_sql.UPDATE, values))
+        return entry.replace(version=entry.version + 1) if cursor.rowcount == 1 else None
 
     async def get(self, entry_id: str) -> LedgerEntry | None:
         row = await self._run(

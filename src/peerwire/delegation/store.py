@@ -3,8 +3,9 @@
 A ledger store keeps its own table (``delegations``) and its own schema version, next to a
 task store's tables in the same SQLite file or PostgreSQL schema, or alone in a file of its
 own (``Ledger`` outside a server). It is a small key-value store of ``LedgerEntry`` rows with
-two rules that matter: ``insert`` is idempotent on (tenant, scope, key), and every read
-returns what was committed.
+three rules that matter: ``insert`` is idempotent on (tenant, scope, key), every ``save`` is a
+compare-and-set on the row's ``version`` (two writers racing: one wins, the other is told and
+reads the winner's row), and every read returns what was committed.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ class LedgerStore(abc.ABC):
         ``entry.seq`` is replaced by the next number of its scope."""
 
     @abc.abstractmethod
-    async def save(self, entry: LedgerEntry) -> None:
-        """Replace the entry with ``entry.id`` (its ``updated_at`` as given)."""
+    async def save(self, entry: LedgerEntry) -> LedgerEntry | None:
+        """Replace the entry with ``entry.id`` if its stored ``version`` is still
+        ``entry.version``; the entry stored (``version`` one more), or ``None`` when another
+        write came first (or there is no such entry): nothing is written then."""
 
     @abc.abstractmethod
     async def get(self, entry_id: str) -> LedgerEntry | None: ...

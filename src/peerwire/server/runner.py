@@ -359,9 +359,9 @@ class Runner:
             if self.agent.on_restart == "resume":
                 await self._resume(info)
             else:
-                await self._end_delegations(info.task_id, info.tenant, TaskState.FAILED)
+                ended = await self._end_delegations(info.task_id, info.tenant, TaskState.FAILED)
                 await self._emit_status(
-                    info.task_id, info.context_id, TaskState.FAILED, "interrupted by restart"
+                    info.task_id, info.context_id, ended, "interrupted by restart"
                 )
         # Tasks that ended while a process held delegations it could not settle (it died).
         await self.delegations.recover(self._parent_state)
@@ -403,10 +403,14 @@ class Runner:
                 self._end_delegations(ctx.task_id, ctx.tenant, event.status.state)
             )
             try:
-                await asyncio.shield(settling)
+                ended = await asyncio.shield(settling)
             except asyncio.CancelledError:  # the runner's teardown: still settle, then go
                 await asyncio.wait({settling})
                 raise
+            if ended is not event.status.state:
+                # A cancel recorded the task's end first: that end stands (it records it).
+                log.debug("task %s ended %s before its handler's end", ctx.task_id, ended.name)
+                return
             await self.emit(ctx, event)
         finally:
             if live is not None:
@@ -414,15 +418,18 @@ class Runner:
             if deadline is not None and remaining is not None and not deadline.expired():
                 deadline.reschedule(loop.time() + remaining)
 
-    async def _end_delegations(self, task_id: str, tenant: str, state: TaskState) -> None:
+    async def _end_delegations(self, task_id: str, tenant: str, state: TaskState) -> TaskState:
         """The task is about to be recorded ``state`` (terminal): cancel its open delegations
         at their agents (bounded) and settle its compensations, before the final state is
-        stored, so a caller who sees the task ended finds its delegations canceled too. A
-        failure here is logged: it never keeps the task from ending."""
+        stored, so a caller who sees the task ended finds its delegations canceled too. The
+        end to record: ``state``, or the one another path recorded in the ledger first (a
+        cancel racing the handler's return), which the caller records instead. A failure
+        here is logged: it never keeps the task from ending."""
         try:
-            await self.delegations.task_ended(task_id, tenant, state)
+            return await self.delegations.task_ended(task_id, tenant, state)
         except Exception:
             log.exception("peerwire: task %s: its delegations were not settled", task_id)
+            return state
 
     async def _resume(self, info: StoredTaskInfo) -> None:
         record = await self.store.load(info.task_id, tenant=info.tenant)
@@ -842,9 +849,15 @@ class Runner:
         if self.placement is not None:
             await self.placement.cancel_elsewhere(task_id, tenant)
         else:
-            # No handler holds the task here (it waits for its caller after a restart, or
-            # never started): its delegations are in the ledger all the same.
-            await self._end_delegations(task_id, tenant, TaskState.CANCELED)
+            # No handler holds the task here (it waits for its caller after a restart, never
+            # started, or has just returned): its delegations are in the ledger all the same,
+            # and an end its handler recorded there first refuses the cancel.
+            ended = await self._end_delegations(task_id, tenant, TaskState.CANCELED)
+            if ended is not TaskState.CANCELED:
+                raise TaskNotCancelableError(
+                    f"Task {task_id} is {ended.value} and can no longer be canceled",
+                    metadata={"taskId": task_id},
+                )
         try:
             await self._emit_status(task_id, context_id, TaskState.CANCELED, None)
         except IllegalTransitionError:
@@ -1048,7 +1061,10 @@ class Runner:
             if self.delegations.delegated(ctx.task_id):
                 ending = ctx.state if outcome is None or ctx.state in TERMINAL else outcome[0]
                 if ending in TERMINAL:
-                    await self._end_delegations(ctx.task_id, ctx.tenant, ending)
+                    ended = await self._end_delegations(ctx.task_id, ctx.tenant, ending)
+                    if ended is not ending and outcome is not None:
+                        # A cancel recorded the end first: the handler's result is not kept.
+                        outcome = (ended, None)
             leading = await self._take_deferred(live)
             settled = outcome is None or ctx.state in TERMINAL
             if settled and leading is None:

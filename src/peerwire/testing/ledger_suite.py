@@ -17,8 +17,9 @@ store (and closes it afterwards)::
 The rules covered: ``insert`` is idempotent on (tenant, scope, key) and returns the entry
 stored (a replay gets the recorded one, even when inserted concurrently); ``seq`` counts per
 (tenant, scope) from 1; ``save`` replaces an entry whole (bytes and optional numbers
-round-trip); ``get``, ``find`` and ``entries`` (filters by tenant, scope and statuses, ordered
-by tenant, scope, seq) see what was committed.
+round-trip) and only on the version it read (a compare-and-set: one of two racing writers
+wins, the other gets ``None``); ``get``, ``find`` and ``entries`` (filters by tenant, scope
+and statuses, ordered by tenant, scope, seq) see what was committed.
 """
 
 from __future__ import annotations
@@ -105,8 +106,24 @@ class LedgerStoreSuite:
             runs=1,
             answers=3,
         )
-        await ledger.save(changed)
-        assert await ledger.get(stored.id) == changed, "every field round-trips"
+        saved = await ledger.save(changed)
+        assert saved == changed.replace(version=stored.version + 1), "saved as the next version"
+        assert await ledger.get(stored.id) == saved, "every field round-trips"
+
+    async def test_save_is_a_compare_and_set_on_the_version(self, ledger: LedgerStore) -> None:
+        stored = await ledger.insert(entry("a"))
+        first = await ledger.save(stored.replace(status=EntryStatus.COMPLETED, reason="first"))
+        assert first is not None
+        late = await ledger.save(stored.replace(status=EntryStatus.CANCELED, reason="late"))
+        assert late is None, "a write on a version read before another write is refused"
+        assert await ledger.get(stored.id) == first, "and the first write stands"
+        racing = await asyncio.gather(
+            *(ledger.save(first.replace(reason=f"racer {n}")) for n in range(6))
+        )
+        winners = [saved for saved in racing if saved is not None]
+        assert len(winners) == 1, "of writers racing on one version, exactly one wins"
+        assert await ledger.get(stored.id) == winners[0]
+        assert await ledger.save(entry("missing", entry_id="nowhere")) is None
 
     async def test_entries_filter_and_order(self, ledger: LedgerStore) -> None:
         a = await ledger.insert(entry("a", scope="s2"))
