@@ -23,15 +23,23 @@ def test_a_curl_command_round_trips_through_the_shell() -> None:
 
 def test_secrets_are_hidden_as_given_encoded_and_in_credential_headers() -> None:
     redact = Redactor()
-    redact.set(["s3cret/+key", "ab"])  # too short to hide safely: left alone
+    redact.set(["s3cret/+key", "ab"])
     redact.set_headers(["X-Vault-Key"])
     assert redact("key=s3cret%2F%2Bkey&k=s3cret/+key") == "key=***&k=***"
     assert redact.header("Authorization", "Bearer anything") == "Bearer ***"
     assert redact.header("x-vault-key", "anything") == "***"
-    assert redact.header("content-type", "ab") == "ab"
+    assert redact.header("content-type", "ab") == "***"
     body = '{"access_token": "t-1", "token_type": "Bearer"}'
     assert redact.body(body) == '{"access_token": "***", "token_type": "Bearer"}'
     assert redact.body("grant_type=x&client_secret=zz") == "grant_type=x&client_secret=***"
+
+
+def test_a_secret_of_one_or_two_characters_is_hidden_too() -> None:
+    redact = Redactor()
+    redact.set(["k", "p/", ""])  # an empty password hides nothing (and breaks nothing)
+    assert redact("user=me&key=k") == "user=me&***ey=***"
+    assert redact("p%2F and p/") == "*** and ***"
+    assert redact.header("x-api", "k") == "***"
 
 
 def test_the_log_keeps_the_latest_exchanges_and_reports_each_change() -> None:

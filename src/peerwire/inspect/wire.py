@@ -77,7 +77,8 @@ class Redactor:
     def set(self, secrets: Iterable[str]) -> None:
         forms = set()
         for secret in secrets:
-            if len(secret) >= 3:
+            # However short: a one-letter password is still the user's password.
+            if secret:
                 forms |= {secret, quote(secret, safe=""), quote_plus(secret)}
         # Longest first, so a secret that contains another is replaced whole.
         self.secrets = tuple(sorted(forms, key=len, reverse=True))
