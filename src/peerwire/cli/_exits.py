@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..protocol import ACTIVE, INTERRUPTED, TERMINAL
 from ..types import TaskState
 
 __all__ = [
@@ -59,17 +60,17 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         EXIT_NEEDS_YOU,
         "the task needs you: input-required or auth-required",
-        frozenset({_S.INPUT_REQUIRED, _S.AUTH_REQUIRED}),
+        INTERRUPTED,
     ),
     ExitCode(
         EXIT_UNSUCCESSFUL,
         "the task failed, was rejected or canceled",
-        frozenset({_S.FAILED, _S.REJECTED, _S.CANCELED}),
+        TERMINAL - {_S.COMPLETED},
     ),
     ExitCode(
         EXIT_RUNNING,
         "the task still runs (submitted, working): send --no-wait, or --timeout ran out",
-        frozenset({_S.SUBMITTED, _S.WORKING}),
+        ACTIVE,
     ),
     ExitCode(EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
 )

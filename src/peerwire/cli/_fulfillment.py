@@ -30,6 +30,7 @@ from rich.text import Text
 
 from ..client import Client
 from ..delegation import EntryStatus, LedgerEntry, SQLiteLedgerStore
+from ..protocol import TERMINAL
 from ..samples.fulfillment.inventory import InventoryAgent
 from ..samples.fulfillment.logistics import LogisticsAgent
 from ..samples.fulfillment.risk import RiskAgent
@@ -55,7 +56,6 @@ _SLOW_STOCK_S = 2.0
 _WORK_S = 0.25
 _SLOW_CARRIER_S = 2.5
 _LABEL_WIDTH = 16
-_TERMINAL = (TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED)
 
 
 class FulfillmentDemo:
@@ -242,7 +242,7 @@ class FulfillmentDemo:
                 if task.status.state is not seen:
                     seen = task.status.state
                     self._order_status(seen, task.status.message)
-                if seen in _TERMINAL:
+                if seen in TERMINAL:
                     for artifact in task.artifacts:
                         for line in artifact.text.splitlines():
                             self._said("order", f"artifact {artifact.name}: {line}")

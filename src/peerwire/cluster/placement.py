@@ -47,7 +47,7 @@ from ..errors import (
     StreamEndedError,
     TaskNotFoundError,
 )
-from ..protocol import TERMINAL, TaskRecord
+from ..protocol import ACTIVE, INTERRUPTED, TERMINAL, TaskRecord
 from ..types import (
     Message,
     Role,
@@ -70,8 +70,6 @@ __all__ = ["WORKER_STOPPED", "Placement"]
 log = logging.getLogger("peerwire.placement")
 
 WORKER_STOPPED = "the worker running this task stopped"
-_ACTIVE = (TaskState.SUBMITTED, TaskState.WORKING)
-_WAITING = (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
 # What a Redis operation raises when Redis is away (``RuntimeError``: see ``is_outage``).
 _REDIS_AWAY = (RedisError, OSError, RuntimeError)
 _RETRY_S = 0.5
@@ -367,7 +365,7 @@ class Placement:
     async def _take(self, job: Job, record: TaskRecord | None, *, canceled: bool) -> None:
         """Run ``job``'s task, whose lease is ours and which the store says is ``record``."""
         try:
-            if record is None or record.state not in _ACTIVE:
+            if record is None or record.state not in ACTIVE:
                 # Finished, or waiting for its caller: nothing to run.
                 await self.queue.release_lease(job.task_id)
                 return
@@ -492,7 +490,7 @@ class Placement:
             return
         del self._undelivered[task_id]
         log.warning("peerwire: task %s: delivering a follow-up found in the store", task_id)
-        if record.state in _WAITING:
+        if record.state in INTERRUPTED:
             # It asked again after the follow-up was recorded: back to work, on the record.
             self._spawn(self._resume(live, record, unmet))
         else:
@@ -575,7 +573,7 @@ class Placement:
         active = [
             info
             for info in await runner.store.unfinished()
-            if info.state in _ACTIVE
+            if info.state in ACTIVE
             and info.task_id not in runner._live
             and info.task_id not in self._holding
         ]

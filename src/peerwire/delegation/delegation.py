@@ -28,7 +28,7 @@ from ..errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from ..protocol import is_terminal
+from ..protocol import INTERRUPTED, is_terminal
 from ..types import (
     Message,
     Part,
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Delegation"]
 
-_INTERRUPTED = (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
 _DROPS = (A2AConnectionError, A2ATimeoutError, ServerBusyError)
 _GARBAGE = (InvalidResponseError, InvalidAgentCardError)
 # Sending: tries while the agent cannot be reached (the same messageId every time).
@@ -288,7 +287,7 @@ class Delegation:
                 task = await client.get_task(entry.remote_task_id)
                 await self._note(task)
                 state = task.status.state
-                if is_terminal(state) or state in _INTERRUPTED:
+                if is_terminal(state) or state in INTERRUPTED:
                     return task
                 failing_since = None
             except TaskNotFoundError as exc:
@@ -324,7 +323,7 @@ class Delegation:
                 state = payload.status.state
             if state is None:
                 continue
-            if is_terminal(state) or state in _INTERRUPTED:
+            if is_terminal(state) or state in INTERRUPTED:
                 return
             if state.value != self._entry.remote_state:
                 await self._update(remote_state=state.value, observed_at=time.time())
@@ -348,7 +347,7 @@ class Delegation:
             except (*_DROPS, *_GARBAGE, A2AError):
                 continue
             await self._note(task)
-            if task.status.state not in _INTERRUPTED:
+            if task.status.state not in INTERRUPTED:
                 return
 
     # -- answering and canceling ------------------------------------------------------------
@@ -526,7 +525,7 @@ class Delegation:
             await self._update(**changes)
             return
         final = _FINAL.get(state)
-        if final is not None or state in _INTERRUPTED:
+        if final is not None or state in INTERRUPTED:
             changes["result"] = encode(task)
             changes["result_kind"] = "task"
         if final is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from ..errors import InvalidParamsError, UnsupportedOperationError
-from ..protocol import INTERRUPTED, TERMINAL
+from ..protocol import INTERRUPTED, TERMINAL, closes_stream
 from ..types import TaskState
 from ._findings import Finding, Severity, failed, passed
 from ._probes import Prober, StreamItem, excerpt
@@ -30,8 +30,6 @@ _RULE = (
     "artifact updates, closed at a terminal or interrupted state"
 )
 _MAX_PROBLEMS = 5
-# AUTH_REQUIRED may keep the stream open (credentials arrive out of band, spec §7.6.1).
-_MAY_STAY_OPEN = frozenset({TaskState.AUTH_REQUIRED})
 
 
 @dataclass
@@ -289,7 +287,8 @@ def _task_stream(
         )
     elif reading.failure:
         problem(f"The {binding} stream broke off", f"{reading.failure} after {seen}.")
-    elif reading.timed_out and closing and state not in _MAY_STAY_OPEN:
+    elif reading.timed_out and closes_stream(state):
+        # AUTH_REQUIRED may keep it open: credentials arrive out of band (spec §7.6.1).
         problem(
             f"The {binding} stream stays open after {state.value}",
             f"The server must close the stream at a terminal or interrupted state: {seen}.",

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol import INTERRUPTED, TERMINAL
 from ..types import (
     Artifact,
     Message,
@@ -29,11 +30,6 @@ __all__ = ["MAX_ENTRIES", "TaskTimeline", "describe_part", "describe_parts", "sh
 
 # A task that streams for hours must not grow the page without end: the oldest entries go.
 MAX_ENTRIES = 500
-
-_INTERRUPTED = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
-_TERMINAL = frozenset(
-    {TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED}
-)
 
 
 def short_state(state: TaskState) -> str:
@@ -90,7 +86,7 @@ class TaskTimeline:
 
     @property
     def is_final(self) -> bool:
-        return self.state in _TERMINAL
+        return self.state in TERMINAL
 
     def note(self, kind: str, text: str, **extra: Any) -> None:
         """Add an entry the page shows as is: a message sent, a stream closing, an error."""
@@ -127,7 +123,7 @@ class TaskTimeline:
     def _status(self, state: TaskState, message: Message | None, kind: str, **extra: Any) -> None:
         self.state = state
         said = describe_parts(message.parts) if message is not None else ""
-        self.question = said if state in _INTERRUPTED else ""
+        self.question = said if state in INTERRUPTED else ""
         self.note(kind, said, state=short_state(state), **extra)
 
     def _chunk(self, event: TaskArtifactUpdateEvent) -> None:

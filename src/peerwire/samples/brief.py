@@ -37,13 +37,13 @@ import anyio
 
 from peerwire import Agent, Client, Message, Task, TaskContext, TaskState, TaskStatusUpdateEvent
 from peerwire.errors import PeerwireError, TaskNotCancelableError, TaskNotFoundError
+from peerwire.protocol import ACTIVE
 
 __all__ = ["Call", "agent", "make_agent", "split_terms"]
 
 DEFAULT_GLOSSARY_URL = "http://127.0.0.1:8000"
 # Canceling the Glossary tasks left behind must not hold up the brief's own end for long.
 _CLEANUP_TIMEOUT_S = 5.0
-_RUNNING = (TaskState.SUBMITTED, TaskState.WORKING)
 
 Asked = Callable[["Call"], Awaitable[None]]
 """Told when a Glossary task exists for a call (the call's ``task_id`` is set)."""
@@ -217,7 +217,7 @@ def _answer(state: TaskState, artifact_text: str, said: str) -> str:
 
 async def _cancel_unfinished(glossary: Client, calls: Sequence[Call]) -> None:
     """CancelTask for every Glossary task that has not finished, shielded from our own cancel."""
-    unfinished = [c for c in calls if c.task_id and c.state in _RUNNING]
+    unfinished = [c for c in calls if c.task_id and c.state in ACTIVE]
     with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_TIMEOUT_S):
         for call in unfinished:
             try:

@@ -38,6 +38,8 @@ from ..errors import (
 from ..ops import tracing
 from ..ops.metrics import Metrics
 from ..protocol import (
+    ACTIVE,
+    INTERRUPTED,
     TERMINAL,
     Event,
     TaskRecord,
@@ -64,9 +66,6 @@ from .stores.base import StoredTaskInfo, TaskStore
 __all__ = ["Runner", "WorkPlacement"]
 
 log = logging.getLogger("peerwire.runner")
-
-# A task waiting for its caller: a follow-up is its answer (one per question).
-_WAITING = (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
 
 # What the bus carries of a task's events (the user's messages are not published).
 Published = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
@@ -352,7 +351,7 @@ class Runner:
             await self.delegations.recover(self._parent_state)
             return
         for info in await self.store.unfinished():
-            if info.state not in (TaskState.SUBMITTED, TaskState.WORKING):
+            if info.state not in ACTIVE:
                 continue  # interrupted tasks simply keep waiting for their caller
             if info.task_id in self._live:
                 continue
@@ -700,7 +699,7 @@ class Runner:
         the task WORKING on an answer its handler has not acted on yet (no event since). The
         refusal is ``protocol.no_longer_waiting`` (``UnsupportedOperationError``).
         """
-        if state not in _WAITING and await self._answer_pending(task_id, version):
+        if state not in INTERRUPTED and await self._answer_pending(task_id, version):
             await self._refuse(task_id, tenant, follow_up)
         if self.is_live(task_id) and not self.is_waiting(task_id):
             # A handler that is busy, or waits on something else than ``ask`` (an approval
@@ -708,14 +707,14 @@ class Runner:
             # state stays as it is. Found waiting, the task takes it only at that version.
             try:
                 await self.store.append(
-                    task_id, [follow_up], expected_version=version if state in _WAITING else None
+                    task_id, [follow_up], expected_version=version if state in INTERRUPTED else None
                 )
             except (VersionConflictError, IllegalTransitionError):  # answered, or finished
                 await self._refuse(task_id, tenant, follow_up)
             self.deliver(task_id, follow_up, caller)
             return
         self.check_capacity()
-        answer = version if state in _WAITING else None
+        answer = version if state in INTERRUPTED else None
         try:
             if self.placement is not None and not self.is_live(task_id):
                 await self.placement.continue_elsewhere(
@@ -1258,7 +1257,7 @@ def _argument(kind: str, ctx: TaskContext) -> Any:
 
 def _leftover(ctx: TaskContext) -> tuple[TaskState, str | None] | None:
     """A handler that returned without finishing: complete it, unless it is waiting."""
-    if ctx.state in TERMINAL or ctx.state in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED):
+    if ctx.state in TERMINAL or ctx.state in INTERRUPTED:
         return None
     return (TaskState.COMPLETED, None)
 

@@ -40,7 +40,7 @@ from typing import Any
 import pytest
 
 from ..errors import IllegalTransitionError, TaskNotFoundError, VersionConflictError
-from ..protocol import Event, ListQuery, TaskRecord, fold_events, list_query, sort_key
+from ..protocol import TERMINAL, Event, ListQuery, TaskRecord, fold_events, list_query, sort_key
 from ..server.stores.base import EventsAfter, OutboxRow, TaskStore
 from ..types import (
     Artifact,
@@ -665,7 +665,7 @@ class StoreSuite:
     # -- restart recovery ------------------------------------------------------------------------
 
     async def test_unfinished_lists_every_task_not_terminal(self, store: TaskStore) -> None:
-        states = [S.SUBMITTED, S.WORKING, S.INPUT_REQUIRED, S.AUTH_REQUIRED, S.COMPLETED, S.FAILED]
+        states = [state for state in TaskState if state is not S.UNSPECIFIED]
         records = {}
         for state in states:
             record = new_record(context_id=f"ctx-{state.name}")
@@ -674,7 +674,7 @@ class StoreSuite:
                 await store.append(record.id, [status_event(record, state, at=1)])
             records[record.id] = state
         infos = {info.task_id: info for info in await store.unfinished()}
-        assert set(infos) == {i for i, s in records.items() if s not in (S.COMPLETED, S.FAILED)}
+        assert set(infos) == {i for i, s in records.items() if s not in TERMINAL}
         for task_id, info in infos.items():
             assert info.state is records[task_id]
             assert info.tenant == "acme"

@@ -5,7 +5,9 @@
 import { h, replace, time } from "./dom.js";
 import { get, post, query, taskPath } from "./api.js";
 
+// protocol/states.py's TERMINAL and INTERRUPTED, as the page names states (a test compares).
 const FINAL = new Set(["COMPLETED", "FAILED", "CANCELED", "REJECTED"]);
+const WAITING = new Set(["INPUT_REQUIRED", "AUTH_REQUIRED"]);
 
 export class Conversation {
   constructor({ binding, onError, onPushConfigs }) {
@@ -103,7 +105,7 @@ export class Conversation {
             h("span", { class: "muted" }, ` ${a.chunks} chunk${a.chunks === 1 ? "" : "s"}${a.complete ? ", complete" : ""}`),
             h("pre", { class: "artifact-text" }, a.text))))
         : null,
-      task.state === "INPUT_REQUIRED" || task.state === "AUTH_REQUIRED" ? this.replyBox(task, typed) : null);
+      WAITING.has(task.state) ? this.replyBox(task, typed) : null);
     return article;
   }
 
