@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from ..errors import PeerwireError
+
 __all__ = [
     "Resolver",
     "Target",
@@ -72,11 +74,11 @@ _METADATA_HOSTS = frozenset(
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 
 
-class WebhookRefused(ValueError):
+class WebhookRefused(PeerwireError, ValueError):
     """The webhook URL may not be called; the message says why (safe to show the caller)."""
 
 
-class UnresolvableHost(OSError):
+class UnresolvableHost(PeerwireError, OSError):
     """The webhook's host name does not resolve (now): at delivery, worth retrying."""
 
 
