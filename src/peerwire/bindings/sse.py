@@ -10,6 +10,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any, NoReturn
 
+from ..errors import PeerwireError
 from ..types import encode
 
 __all__ = [
@@ -45,7 +46,7 @@ def event_framer(head: bytes = b"", tail: bytes = b"") -> Callable[[Any], bytes]
     return framed
 
 
-class SSEEventTooLarge(ValueError):
+class SSEEventTooLarge(PeerwireError, ValueError):
     """An event of a stream (or one line of it) passed the parser's ``max_event_size``.
 
     ``events`` are those the same chunk completed before it: they were whole, and are not lost.

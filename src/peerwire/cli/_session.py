@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-class CommandError(Exception):
+class CommandError(PeerwireError):
     """A problem the command found itself (not the agent): reported as one line, exit 1."""
 
 

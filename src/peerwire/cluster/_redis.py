@@ -27,6 +27,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ..errors import PeerwireError
+
 __all__ = ["REDIS_DOWN", "RedisHealth", "RedisUnavailableError", "connect", "is_outage"]
 
 log = logging.getLogger("peerwire.cluster.redis")
@@ -58,7 +60,7 @@ _FIRST_WAIT_S = 0.05
 _MAX_WAIT_S = 1.0
 
 
-class RedisUnavailableError(ConnectionError):
+class RedisUnavailableError(PeerwireError, ConnectionError):
     """Redis did not answer within the operation's retry bound."""
 
 

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..errors import PeerwireError
 from ._connection import (
     BODY_TIMEOUT,
     HEAD_TIMEOUT,
@@ -44,7 +45,7 @@ log = logging.getLogger("peerwire.server")
 _BACKLOG = 2048
 
 
-class CannotListenError(OSError):
+class CannotListenError(PeerwireError, OSError):
     """The address cannot be bound (in use, not this host's, not allowed)."""
 
 

@@ -31,7 +31,7 @@ _KNOWN_BINDINGS = (Binding.JSONRPC, Binding.HTTP_JSON, Binding.GRPC)
 _CACHE_HEADERS = ("etag", "last-modified", "cache-control", "age", "expires", "content-type")
 
 
-class CardFetchError(Exception):
+class CardFetchError(PeerwireError):
     """The card could not be fetched at all (the page shows the message)."""
 
 

@@ -34,12 +34,13 @@ from ..client.auth import (
     Credentials,
     OAuth2ClientCredentials,
 )
+from ..errors import PeerwireError
 from ..types import SecurityScheme
 
 __all__ = ["CredentialError", "CredentialStore", "scheme_form"]
 
 
-class CredentialError(ValueError):
+class CredentialError(PeerwireError, ValueError):
     """What the page sent cannot be a credential (said in words the page shows)."""
 
 

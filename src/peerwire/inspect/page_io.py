@@ -19,6 +19,7 @@ from ..errors import (
     A2ATimeoutError,
     InvalidAgentCardError,
     InvalidResponseError,
+    PeerwireError,
     TaskNotFoundError,
 )
 from ..types import Binding, Part
@@ -38,7 +39,7 @@ BINDINGS = (Binding.JSONRPC, Binding.HTTP_JSON, Binding.GRPC)
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
-class InspectorError(Exception):
+class InspectorError(PeerwireError):
     """A request the page made that cannot be done, said for the page; ``status`` is the
     HTTP status the backend answers with."""
 

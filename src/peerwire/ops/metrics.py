@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
-from ..errors import A2AError, UnknownA2AError, wire_info
+from ..errors import A2AError, PeerwireError, UnknownA2AError, wire_info
 from ..protocol.states import TERMINAL
 from ..types import TaskState
 
@@ -111,7 +111,7 @@ assert set(_TERMINAL_LABELS) == TERMINAL
 _T = TypeVar("_T")
 
 
-class MetricsUnavailableError(ImportError):
+class MetricsUnavailableError(PeerwireError, ImportError):
     """prometheus-client is not installed (``pip install 'peerwire[metrics]'``)."""
 
 

@@ -15,13 +15,14 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._hosts import is_loopback_host
+from ..errors import PeerwireError
 
 __all__ = ["MAX_DOCUMENT_BYTES", "FetchError", "check_fetch_url", "fetch_json"]
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
 
 
-class FetchError(Exception):
+class FetchError(PeerwireError):
     """A security document could not be fetched or is not a JSON object."""
 
 

@@ -21,6 +21,7 @@ import httpx
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, JWKRegistry, Key, KeySet, OctKey, OKPKey, RSAKey
 
+from ..errors import PeerwireError
 from ._fetch import FetchError, check_fetch_url, fetch_json
 
 __all__ = [
@@ -73,7 +74,7 @@ ASYMMETRIC_ALGORITHMS: tuple[str, ...] = (
 _MIN_RSA_BITS = 2048
 
 
-class KeyMismatch(Exception):
+class KeyMismatch(PeerwireError):
     """A key cannot check (or make) a signature with the given algorithm; says why."""
 
 

@@ -33,6 +33,7 @@ except ImportError as exc:  # tests/sample_agents/test_serve_command.py hides uv
         "serving on uvicorn needs uvicorn installed: pip install 'peerwire[uvicorn]'"
     ) from exc
 
+from ..errors import PeerwireError
 from ..httpd import ServerTLS
 from .asgi import A2AApp
 
@@ -49,7 +50,7 @@ __all__ = [
 _POLL_S = 0.1
 
 
-class UvicornStartError(RuntimeError):
+class UvicornStartError(PeerwireError, RuntimeError):
     """uvicorn did not start: the app's startup failed, or the address cannot be bound."""
 
 

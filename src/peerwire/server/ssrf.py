@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from ..errors import PeerwireError
+
 __all__ = [
     "SPECIAL_RANGES",
     "Resolver",
@@ -192,11 +194,11 @@ _BY_VERSION: dict[int, tuple[SpecialRange, ...]] = {
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
-class WebhookRefused(ValueError):
+class WebhookRefused(PeerwireError, ValueError):
     """The webhook URL may not be called; the message says why (safe to show the caller)."""
 
 
-class UnresolvableHost(OSError):
+class UnresolvableHost(PeerwireError, OSError):
     """The webhook's host name does not resolve (now): at delivery, worth retrying."""
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from peerwire import Agent, TaskContext, serve
 from peerwire.delegation import Call, Completed, Rejected, Stalled, Undo
+from peerwire.errors import PeerwireError
 from peerwire.server import Listening
 
 from .orders import parse_order
@@ -51,7 +52,7 @@ __all__ = ["Limits", "OrderFailed", "agent", "main", "make_agent"]
 NAME = "Order Fulfillment Agent"
 
 
-class OrderFailed(Exception):
+class OrderFailed(PeerwireError):
     """Raised by the handler when a step did not complete: the task fails with its text
     (peerwire cancels what is still open and makes the release due *before* the failure is
     recorded, as it would for ``ctx.fail()``)."""
