@@ -17,9 +17,9 @@ concurrent duplicates, on one replica or several sharing a database, agree on on
 this module adds is the clock, the retention, the bound on a message id's length
 (``MAX_MESSAGE_ID_LENGTH``: a caller's id is a key the store keeps) and the sweep of expired
 claims: off the send path, on a timer the app's lifespan owns (``async with ledger``), every
-``sweep_every`` seconds (the retention, at most a minute), each sweep removing every claim
-expired by then, in bounded batches, so the claims kept stay those of the retention window
-and one sweep interval whatever the rate of sends. Retention of finished tasks
+``sweep_every`` seconds (a minute), each sweep removing every claim expired by then, in
+bounded batches, so the claims kept stay those of the retention window and one sweep
+interval whatever the rate of sends. Retention of finished tasks
 (``retain_finished``) removes their claims with them (``TaskStore.delete_terminal_before``).
 
 Decisions where the spec is silent: a repeat whose content differs is answered with the
@@ -102,9 +102,9 @@ def idempotent_send_extension(retention: timedelta) -> AgentExtension:
 class MessageLedger:
     """Creates tasks through ``TaskStore.create_once`` and sweeps the expired claims.
 
-    ``async with ledger`` runs the sweep on a timer (at once, then every ``sweep_every``
-    seconds) until the block ends; the app's lifespan holds it. ``sweep_every`` defaults to
-    the retention, at most a minute; ``sweep_limit`` is how many claims one store call removes.
+    ``async with ledger`` runs the sweep on a timer (at once, then ``sweep_every`` seconds
+    after each sweep ends) until the block ends; the app's lifespan holds it.
+    ``sweep_limit`` is how many claims one store call removes.
     """
 
     __slots__ = (
@@ -123,21 +123,19 @@ class MessageLedger:
         retention: timedelta = DEFAULT_MESSAGE_RETENTION,
         *,
         clock: Callable[[], float] = time.time,
-        sweep_every: float | None = None,
+        sweep_every: float = _SWEEP_EVERY_S,
         sweep_limit: int = _SWEEP_LIMIT,
     ) -> None:
         if retention <= timedelta(0):
             raise ValueError(f"message_retention must be positive, got {retention}")
-        if sweep_every is not None and sweep_every <= 0:
+        if sweep_every <= 0:
             raise ValueError(f"sweep_every must be positive, got {sweep_every}")
         if sweep_limit < 1:
             raise ValueError(f"sweep_limit must be at least 1, got {sweep_limit}")
         self._store = store
         self._retention = retention.total_seconds()
         self._clock = clock
-        self.sweep_every = (
-            min(_SWEEP_EVERY_S, self._retention) if sweep_every is None else sweep_every
-        )
+        self.sweep_every = sweep_every
         self.sweep_limit = sweep_limit
         self.swept = 0
         """Claims the sweeps removed so far."""
