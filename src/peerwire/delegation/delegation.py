@@ -39,7 +39,7 @@ from ..types import (
     decode,
     encode,
 )
-from .entries import EntryStatus, LedgerEntry
+from .entries import EntryStatus, LedgerEntry, drawn_context
 from .errors import DelegationError
 from .outcomes import (
     Canceled,
@@ -266,7 +266,10 @@ class Delegation:
         for task in tasks:
             if any(m.message_id == entry.message_id for m in task.history):
                 return task
-        return tasks[0] if len(tasks) == 1 and not tasks[0].history else None
+        # An agent that keeps no history: the one task in a context this ledger drew (no one
+        # else knows it) is ours; in a context given to it, anyone may have made that task.
+        drawn = entry.context_id == drawn_context(entry.message_id)
+        return tasks[0] if drawn and len(tasks) == 1 and not tasks[0].history else None
 
     async def _watch(self) -> Task:
         """Follow the remote task until it is terminal or interrupted; that task."""

@@ -30,6 +30,7 @@ from .entries import (
     EntryStatus,
     Follow,
     LedgerEntry,
+    drawn_context,
 )
 from .errors import DelegationConflictError, DelegationNotFoundError
 from .outcomes import Canceled, Completed, Failed, Outcome, Rejected, TimedOut
@@ -566,11 +567,12 @@ def _fresh_attempt(entry: LedgerEntry, deadline_at: float) -> LedgerEntry:
     }
     if entry.remote_task_id:
         message = decode(entry.message, Message)
+        message_id = new_id()
         again = Message(
-            message_id=new_id(),
+            message_id=message_id,
             role=Role.USER,
             parts=message.parts,
-            context_id=new_id(),
+            context_id=drawn_context(message_id),
             metadata=message.metadata,
         )
         changes.update(
@@ -589,13 +591,22 @@ def _fresh_attempt(entry: LedgerEntry, deadline_at: float) -> LedgerEntry:
 
 
 def _message(content: str | Message, context_id: str | None) -> Message:
-    """The message a delegation sends, its ids fixed now (they are recorded with the intent)."""
+    """The message a delegation sends, its ids fixed now (they are recorded with the intent).
+
+    The ``messageId`` is drawn here, never taken from the message given: that is often the
+    caller's own message forwarded, and its ids are the caller's choice. Every principal's
+    delegation goes out under this agent's one identity, where a remote that deduplicates by
+    ``messageId`` would hand one caller's task to another who reused the id, and a caller
+    could plant a task under an id before this agent sends. The context is drawn too (derived
+    from the drawn ``messageId``), unless the developer names one (``context_id=``)."""
+    message_id = new_id()
+    context_id = context_id or drawn_context(message_id)
     if isinstance(content, str):
         return Message(
-            message_id=new_id(),
+            message_id=message_id,
             role=Role.USER,
             parts=[Part(text=content)],
-            context_id=context_id or new_id(),
+            context_id=context_id,
         )
     if not isinstance(content, Message):
         raise TypeError(
@@ -608,9 +619,9 @@ def _message(content: str | Message, context_id: str | None) -> Message:
         )
     return msgspec.structs.replace(
         content,
-        message_id=content.message_id or new_id(),
+        message_id=message_id,
         role=Role.USER,
-        context_id=context_id or content.context_id or new_id(),
+        context_id=context_id,
     )
 
 

@@ -13,6 +13,7 @@ by ``messageId`` answers with the task it already made).
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
@@ -26,6 +27,7 @@ __all__ = [
     "EntryStatus",
     "Follow",
     "LedgerEntry",
+    "drawn_context",
     "unsettled",
 ]
 
@@ -82,6 +84,16 @@ PENDING_UNDO_STATUSES = frozenset(
 
 SETTLED_UNDO_STATUSES = frozenset({EntryStatus.COMPLETED, EntryStatus.DISCARDED, EntryStatus.DEAD})
 """A compensation's final statuses (a dead one waits for a person: ``--dead``)."""
+
+
+_CONTEXT_IDS = uuid.UUID("3f0c9a4e-2d71-4b5e-8f16-a9c0d2e7b431")
+
+
+def drawn_context(message_id: str) -> str:
+    """The context a delegation's message goes in when the developer names none: derived
+    from its drawn ``messageId``, so recovery can tell a context it drew (nobody else knows
+    it) from one it was given."""
+    return str(uuid.uuid5(_CONTEXT_IDS, message_id))
 
 
 def unsettled(entry: LedgerEntry) -> bool:
