@@ -35,7 +35,6 @@ from peerwire.errors import (
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
-    UnknownA2AError,
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
@@ -618,9 +617,9 @@ async def test_oversized_messages_are_resource_exhausted() -> None:
             await served.raw(SEND, to_bytes(big), VERSION)
         assert exc.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "larger than max" in (exc.value.details() or "")
-        with pytest.raises(UnknownA2AError) as unknown:
+        with pytest.raises(InvalidRequestError) as refused:
             await served.client.call("SendMessage", big, SendMessageResponse, OPTIONS)
-        assert unknown.value.wire.grpc_status == "RESOURCE_EXHAUSTED"
+        assert "larger than the 4096 bytes the server accepts" in str(refused.value)
         small = await served.client.call(
             "SendMessage", send("echo", "x"), SendMessageResponse, OPTIONS
         )

@@ -20,6 +20,7 @@ import pytest
 from peerwire import Agent, Client, Message, Part, Role, Task, TaskContext
 from peerwire.client import CardCache
 from peerwire.errors import InvalidParamsError
+from peerwire.protocol.extensions import IDEMPOTENT_SEND_EXTENSION
 from peerwire.server import create_app
 from peerwire.server.idempotency import MAX_MESSAGE_ID_LENGTH, MessageLedger
 from peerwire.server.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore
@@ -148,7 +149,9 @@ async def test_the_app_lifespan_owns_the_sweep() -> None:
                     }
                 },
             }
-            answer = await http.post("/", json=body, headers={"A2A-Version": "1.0"})
+            # Only a caller that activates idempotent sends leaves a claim to sweep.
+            headers = {"A2A-Version": "1.0", "A2A-Extensions": IDEMPOTENT_SEND_EXTENSION}
+            answer = await http.post("/", json=body, headers=headers)
             assert "result" in answer.json(), answer.text
         await _until(lambda: ledger.swept == 3)
     assert not ledger.sweeping, "and stops it on shutdown"
