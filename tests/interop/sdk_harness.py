@@ -82,6 +82,9 @@ def run_sdk_client(
         raise SdkPeerError(f"sdk_client {binding}/{scenario} printed non-JSON\n{report}") from exc
 
 
+GLOSSARY_NAME = "Glossary Agent (a2a-sdk)"
+
+
 def free_ports(count: int) -> list[int]:
     """Distinct free loopback ports (held open together so they differ)."""
     with contextlib.ExitStack() as stack:
@@ -103,15 +106,20 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-def _wait_until_ready(proc: subprocess.Popen[bytes], card_url: str) -> bool:
-    """True once the card answers; False if the process died first."""
+def _wait_until_ready(proc: subprocess.Popen[bytes], card_url: str, agent_name: str) -> bool:
+    """True once this process's card answers; False if the process died first.
+
+    The card's name is checked because the chosen port may meanwhile have been taken by a
+    server of another test: its card would answer 200 while ours dies on EADDRINUSE.
+    """
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     with httpx.Client(timeout=2) as http:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 return False
-            with contextlib.suppress(httpx.HTTPError):
-                if http.get(card_url).status_code == 200:
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                answer = http.get(card_url)
+                if answer.status_code == 200 and answer.json().get("name") == agent_name:
                     return True
             time.sleep(0.1)
     raise SdkPeerError(f"glossary_server did not answer {card_url} in {SERVER_START_TIMEOUT_S} s")
@@ -130,7 +138,8 @@ def start_glossary_server(attempts: int = 3) -> Iterator[SdkServer]:
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, env=_peer_env())
             try:
                 base_url = f"http://127.0.0.1:{port}"
-                if _wait_until_ready(proc, f"{base_url}/.well-known/agent-card.json"):
+                card_url = f"{base_url}/.well-known/agent-card.json"
+                if _wait_until_ready(proc, card_url, GLOSSARY_NAME):
                     yield SdkServer(base_url, f"127.0.0.1:{grpc_port}")
                     return
             finally:

@@ -135,7 +135,9 @@ def _python_server() -> Iterator[V03Server]:
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, env=_peer_env())
             try:
                 base_url = f"http://127.0.0.1:{port}"
-                if _wait_until_ready(proc, f"{base_url}/.well-known/agent-card.json"):
+                if _wait_until_ready(
+                    proc, f"{base_url}/.well-known/agent-card.json", "Glossary Agent (a2a-sdk 0.3)"
+                ):
                     yield V03Server(base_url, f"127.0.0.1:{grpc_port}")
                     return
             finally:
