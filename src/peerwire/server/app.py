@@ -696,13 +696,17 @@ def _url_host(host: str) -> str:
 
 
 def _configure_logging(level: str, fmt: LogFormat, *, access_log: bool) -> None:
-    """Show peerwire's log records at ``level`` on stderr in ``fmt``, unless logging is
-    configured (then only the level is set: the application's handlers write them)."""
-    logger = logging.getLogger("peerwire")
-    if not logging.getLogger().handlers and not logger.handlers:
-        configure_logging(level, fmt)
-    else:
-        logger.setLevel(level.upper())
+    """Show peerwire's log records at ``level`` on stderr in ``fmt``, and every other
+    library's at WARNING and above the same way (one handler on the root logger: with
+    ``json`` each line of stderr is one object), unless logging is configured (then only
+    the level is set: the application's handlers write them)."""
+    root, logger = logging.getLogger(), logging.getLogger("peerwire")
+    if not root.handlers and not logger.handlers:
+        configure_logging(level, fmt, logger="")
+        # Third parties at WARNING at least: their INFO (an httpx line per request) is noise
+        # here; peerwire's own records keep the level asked for.
+        root.setLevel(max(root.level, logging.WARNING))
+    logger.setLevel(level.upper())
     if access_log:  # asked for: shown whatever the level of the rest
         access = logging.getLogger(ACCESS_LOGGER)
         if not access.isEnabledFor(logging.INFO):
