@@ -17,7 +17,8 @@ which measured several times dearer); all the metrics work of a blocking SendMes
 ``None`` instead and does no metrics work at all.
 
 Labels are bounded by construction: operations are A2A's eleven, bindings three, outcomes
-``ok`` or an error reason of the wire table (``errors``), task states the terminal four;
+``ok``, ``task_finished`` (``protocol.subscription``) or an error reason of the wire table
+(``errors``), task states the terminal four;
 no task id, tenant or free text is ever a label value.
 
 Several processes on one host (a pre-forking server, ``peerwire worker`` beside
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
 from ..errors import A2AError, PeerwireError, UnknownA2AError, wire_info
 from ..protocol.states import TERMINAL
+from ..protocol.subscription import TASK_FINISHED, is_finished_task_refusal
 from ..types import TaskState
 
 if TYPE_CHECKING:
@@ -203,12 +205,15 @@ class RequestMeter:
         observe(time.perf_counter() - started)
 
     def failed(self, operation: str, error: BaseException, started: float) -> None:
-        """``operation`` was refused or failed with ``error`` (its reason is the outcome).
+        """``operation`` was refused or failed with ``error`` (its reason is the outcome;
+        ``task_finished`` for a SubscribeToTask refused because its task had finished).
         An ``operation`` that is none of A2A's (a caller's method name) counts as
         ``unknown``: never a caller's text as a label."""
         if operation not in _KNOWN_OPERATIONS:
             operation = UNKNOWN_OPERATION
-        key = (operation, outcome_of(error))
+        # A subscription refused because its task had finished is an expected answer.
+        outcome = TASK_FINISHED if is_finished_task_refusal(operation, error) else None
+        key = (operation, outcome or outcome_of(error))
         record = self._failed.get(key)
         if record is None:
             record = self._failed[key] = self._bind(*key)
