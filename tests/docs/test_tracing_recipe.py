@@ -101,13 +101,14 @@ def test_the_page_serves_the_example_and_says_what_it_prints() -> None:
     flat = page.replace("\\\n    ", "")
     assert (
         "peerwire serve traced_agent:agent --store memory --port 8000 --tracing console "
-        "--log-format json > spans.json 2> log.jsonl &"
+        "--log-format json --access-log > spans.json 2> log.jsonl &"
     ) in flat
     assert "peerwire send http://127.0.0.1:8000 bolts      # completed, result: 3 bolts" in page
 
 
 async def test_console_spans_and_the_log_line_share_the_trace() -> None:
-    async with _serving("--tracing", "console", "--log-format", "json", env=_env()) as (
+    options = ("--tracing", "console", "--log-format", "json", "--access-log")
+    async with _serving(*options, env=_env()) as (
         url,
         process,
     ):
@@ -125,6 +126,11 @@ async def test_console_spans_and_the_log_line_share_the_trace() -> None:
     line = _low_stock(records)
     assert "0x" + line["trace_id"] == run["context"]["trace_id"] == server["context"]["trace_id"]
     assert "0x" + line["span_id"] == run["context"]["span_id"]
+    lines = [r for r in records if r["logger"] == "peerwire.access"]
+    [access] = [r for r in lines if r["operation"] == "SendStreamingMessage"]
+    assert [r for r in lines if r["binding"] == "card" and "trace_id" not in r], "no span"
+    assert "0x" + access["trace_id"] == server["context"]["trace_id"]
+    assert "0x" + access["span_id"] == server["context"]["span_id"]
     started = [r for r in records if "serving" in r["message"]]
     assert all("trace_id" not in r for r in started), "outside a span: no ids"
 

@@ -485,7 +485,7 @@ def task_id_of(value: object) -> str:
 class AccessRecord:
     """What the access log says of one request; the bindings fill in what they learn."""
 
-    __slots__ = ("binding", "method", "operation", "path", "task_id")
+    __slots__ = ("binding", "method", "operation", "path", "span_id", "task_id", "trace_id")
 
     def __init__(self, method: str, path: str) -> None:
         self.method = method
@@ -493,6 +493,8 @@ class AccessRecord:
         self.binding = ""
         self.operation = ""
         self.task_id = ""
+        self.trace_id = ""
+        self.span_id = ""
 
     def noted(self, binding: str, operation: str, request: object = None) -> None:
         """The request is ``operation`` on ``binding`` (its task from ``request``, if any)."""
@@ -500,6 +502,11 @@ class AccessRecord:
         self.operation = operation
         if request is not None and not self.task_id:
             self.task_id = task_id_of(request)
+
+    def traced(self, trace_id: str, span_id: str) -> None:
+        """The request was answered in this span (its line is written after the span is
+        no longer current, so it says the ids itself)."""
+        self.trace_id, self.span_id = trace_id, span_id
 
     def answered(self, result: object) -> None:
         """The operation returned ``result``: a new task's id is known from it."""
@@ -522,7 +529,8 @@ class AccessLog:
     (no query string: credentials may travel there), binding, A2A operation, status,
     duration in milliseconds and the task id when known; a stream's duration is the
     stream's. Fields are ``extra`` members too (``method``, ``path``, ``binding``,
-    ``operation``, ``status``, ``duration_ms``, ``task_id``).
+    ``operation``, ``status``, ``duration_ms``, ``task_id``; ``trace_id`` and ``span_id``
+    of the request's span while tracing).
 
     ``binding_of(scope)`` names what a request reached when no binding noted it (one
     refused before it was decoded, the card, a health probe): asked only then."""
@@ -559,6 +567,17 @@ class AccessLog:
         if not self.log.isEnabledFor(logging.INFO):
             return
         task = f" task {record.task_id}" if record.task_id else ""
+        extra: dict[str, object] = {
+            "method": record.method,
+            "path": record.path,
+            "binding": record.binding,
+            "operation": record.operation,
+            "status": status,
+            "duration_ms": round(duration_ms, 1),
+            "task_id": record.task_id,
+        }
+        if record.trace_id:
+            extra["trace_id"], extra["span_id"] = record.trace_id, record.span_id
         self.log.info(
             "%s %s %s %s %d %.1f ms%s",
             record.method,
@@ -568,15 +587,7 @@ class AccessLog:
             status,
             duration_ms,
             task,
-            extra={
-                "method": record.method,
-                "path": record.path,
-                "binding": record.binding,
-                "operation": record.operation,
-                "status": status,
-                "duration_ms": round(duration_ms, 1),
-                "task_id": record.task_id,
-            },
+            extra=extra,
         )
 
 

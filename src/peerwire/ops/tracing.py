@@ -497,6 +497,11 @@ class _Call:
         elif isinstance(event, Message) and event.context_id and self.events == 1:
             self.span.set_attribute(CONVERSATION_ID, event.context_id)
 
+    def ids(self) -> tuple[str, str]:
+        """The span's trace id and span id, in hex (as logs and trace back-ends show them)."""
+        context = self.span.get_span_context()
+        return f"{context.trace_id:032x}", f"{context.span_id:016x}"
+
     def failed(self, error: BaseException) -> None:
         """Note the error a stream ended with (the span ends with ``end``)."""
         _fail(self.span, error, self.method, self.streaming)
