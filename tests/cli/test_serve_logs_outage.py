@@ -1,7 +1,7 @@
 """``peerwire serve --log-format json`` while its PostgreSQL is cut off: every line of stderr is
 one JSON object (asyncpg's and the other libraries' records too, tracebacks as a member), and
 an error repeating is written once per window (``peerwire.ops.REPEAT_WINDOW_S``) with the
-count of the repeats not written.
+count of the repeats not written. A serve that stops saying why says it as a JSON record.
 
 The database is reached through a TCP proxy of the test's own, which the test cuts: the
 machine's PostgreSQL is never touched but for the schema the test drops at the end."""
@@ -15,6 +15,8 @@ import json
 import os
 import secrets
 import signal
+import socket
+import subprocess
 import sys
 import textwrap
 from collections.abc import AsyncIterator
@@ -188,3 +190,31 @@ async def test_with_postgresql_cut_off_every_stderr_line_is_json_and_repeats_are
     assert all(r["repeats_suppressed"] >= 1 for r in summaries)
     assert all(r["repeat_window_s"] == REPEAT_WINDOW_S for r in summaries)
     assert len(problems) < 60, shown
+
+
+def test_an_exit_that_says_why_is_a_json_line_too() -> None:
+    # A port already taken ends `peerwire serve` with one line saying so: with JSON logs it
+    # is a record like any other (a log pipeline parses every line); in text, the text.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        said = {}
+        for fmt in ("json", "text"):
+            done = subprocess.run(
+                [
+                    str(Path(sys.executable).with_name("peerwire")),
+                    *("serve", "peerwire.samples.glossary:agent", "--port", port, "--no-grpc"),
+                    *("--store", "memory", "--log-format", fmt),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=WAIT_S,
+                check=False,
+            )
+            assert done.returncode == 1, done.stderr
+            said[fmt] = done.stderr.splitlines()
+    [record] = [json.loads(line) for line in said["json"]]
+    assert (record["level"], record["logger"]) == ("CRITICAL", "peerwire.cli")
+    assert record["message"].startswith(f"peerwire: cannot listen on 127.0.0.1:{port}: ")
+    assert said["text"] == [record["message"]]

@@ -331,6 +331,15 @@ def configure_logging(
     return handler
 
 
+def root_writes_json() -> bool:
+    """Whether ``configure_logging(fmt="json", logger="")`` has its handler on the root logger
+    (every record, whoever logs it, becomes a JSON line on its stream)."""
+    return any(
+        getattr(handler, _INSTALLED, False) and isinstance(handler.formatter, JSONFormatter)
+        for handler in logging.getLogger().handlers
+    )
+
+
 _STRAY = logging.getLogger("peerwire.uncaught")
 
 

@@ -605,6 +605,8 @@ def serve(
         )
     if http == "uvicorn":
         from . import _uvicorn  # the "uvicorn" extra: a clear ImportError before any work
+    # Before anything is bound or built: what that logs is written as configured too.
+    _configure_logging(log_level, log_format, access_log=bool(options.get("access_log")))
     try:
         sock = _listen(host, port)
     except CannotListenError as exc:
@@ -629,8 +631,6 @@ def serve(
             if on_ready is not None:
                 on_ready(listening)
 
-        # Before the app is built: what building it logs is written as configured too.
-        _configure_logging(log_level, log_format, access_log=bool(options.get("access_log")))
         app = create_app(
             agent,
             public_url=public_url or url,
