@@ -39,13 +39,8 @@ from ..errors import (
     StreamEndedError,
     UnsupportedOperationError,
 )
-from ..protocol import (
-    TaskRecord,
-    closes_stream,
-    ends_blocking_wait,
-    finished_task_refusal,
-    is_terminal,
-)
+from ..protocol import TaskRecord, closes_stream, ends_blocking_wait, is_terminal
+from ..protocol.subscription import finished_task_refusal
 from ..types import Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent
 from ._reconcile import catch_up
 

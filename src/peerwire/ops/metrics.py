@@ -17,8 +17,7 @@ which measured several times dearer); all the metrics work of a blocking SendMes
 ``None`` instead and does no metrics work at all.
 
 Labels are bounded by construction: operations are A2A's eleven, bindings three, outcomes
-``ok``, ``task_finished`` (``protocol.subscription``) or an error reason of the wire table
-(``errors``), task states the terminal four;
+``ok`` or an error reason of the wire table (``errors``), task states the terminal four;
 no task id, tenant or free text is ever a label value.
 
 Several processes on one host (a pre-forking server, ``peerwire worker`` beside
