@@ -167,8 +167,9 @@ class _Window:
 
 
 class RepeatLimitingHandler(logging.StreamHandler[IO[str]]):
-    """A stream handler (stderr by default) that writes identical records at ``level``
-    (WARNING) and above once per ``window`` seconds (``REPEAT_WINDOW_S``; ``None``: all).
+    """A stream handler (stderr by default) that writes identical records at
+    ``repeat_level`` (WARNING) and above once per ``window`` seconds (``REPEAT_WINDOW_S``;
+    ``None``: all); the handler's own level (``setLevel``) filters as on any handler.
 
     Identical: the same logger, level, message, exception type and text, and ``extra``
     fields, so records about different tasks are never folded. The first is written and
@@ -187,13 +188,13 @@ class RepeatLimitingHandler(logging.StreamHandler[IO[str]]):
         stream: IO[str] | None = None,
         *,
         window: float | None = REPEAT_WINDOW_S,
-        level: int | str = logging.WARNING,
+        repeat_level: int | str = logging.WARNING,
     ) -> None:
         super().__init__(sys.stderr if stream is None else stream)
         if window is not None and window <= 0:
             raise ValueError(f"the repeat window is a positive number of seconds, not {window!r}")
         self.window = window
-        self.repeat_level = _level(level)
+        self.repeat_level = _level(repeat_level)
         self._windows: dict[tuple[object, ...], _Window] = {}
         self._next_end = float("inf")
         self._guard = threading.Lock()
