@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
 from ..errors import A2AError, PeerwireError, UnknownA2AError, wire_info
 from ..protocol.states import TERMINAL
+from ..protocol.subscription import TASK_FINISHED, is_finished_task_refusal
 from ..types import TaskState
 
 if TYPE_CHECKING:
@@ -203,12 +204,15 @@ class RequestMeter:
         observe(time.perf_counter() - started)
 
     def failed(self, operation: str, error: BaseException, started: float) -> None:
-        """``operation`` was refused or failed with ``error`` (its reason is the outcome).
+        """``operation`` was refused or failed with ``error`` (its reason is the outcome;
+        ``task_finished`` for a SubscribeToTask refused because its task had finished).
         An ``operation`` that is none of A2A's (a caller's method name) counts as
         ``unknown``: never a caller's text as a label."""
         if operation not in _KNOWN_OPERATIONS:
             operation = UNKNOWN_OPERATION
-        key = (operation, outcome_of(error))
+        # A subscription refused because its task had finished is an expected answer.
+        outcome = TASK_FINISHED if is_finished_task_refusal(operation, error) else None
+        key = (operation, outcome or outcome_of(error))
         record = self._failed.get(key)
         if record is None:
             record = self._failed[key] = self._bind(*key)

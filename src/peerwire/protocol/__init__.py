@@ -3,7 +3,8 @@
 Nothing here performs I/O or imports asyncio, httpx, starlette, uvicorn or grpc (a test checks
 this): the state machine (``states``), which task a message continues (``continuation``),
 folding events into tasks (``fold``), ``historyLength`` (``history``), ListTasks paging
-(``paging``) and service-parameter negotiation (``negotiation``).
+(``paging``), service-parameter negotiation (``negotiation``) and the refusal of a
+subscription to a finished task (``subscription``).
 """
 
 from .continuation import Continue, NewTask, no_longer_waiting, resolve_continuation
@@ -30,12 +31,14 @@ from .states import (
     is_interrupted,
     is_terminal,
 )
+from .subscription import TASK_FINISHED, finished_task_refusal, is_finished_task_refusal
 
 __all__ = [
     "ACTIVE",
     "INITIAL",
     "INTERRUPTED",
     "PROTOCOL_VERSION",
+    "TASK_FINISHED",
     "TERMINAL",
     "Continue",
     "Event",
@@ -49,8 +52,10 @@ __all__ = [
     "check_version",
     "closes_stream",
     "ends_blocking_wait",
+    "finished_task_refusal",
     "fold_events",
     "format_extensions",
+    "is_finished_task_refusal",
     "is_interrupted",
     "is_terminal",
     "list_query",

@@ -640,6 +640,8 @@ def serve(
         )
     if http == "uvicorn":
         from . import _uvicorn  # the "uvicorn" extra: a clear ImportError before any work
+    # Before anything is bound or built: what that logs is written as configured too.
+    _configure_logging(log_level, log_format, access_log=bool(options.get("access_log")))
     try:
         sock = _listen(host, port)
     except CannotListenError as exc:
@@ -664,8 +666,6 @@ def serve(
             if on_ready is not None:
                 on_ready(listening)
 
-        # Before the app is built: what building it logs is written as configured too.
-        _configure_logging(log_level, log_format, access_log=bool(options.get("access_log")))
         app = create_app(
             agent,
             public_url=public_url,
@@ -732,13 +732,17 @@ def _url_host(host: str) -> str:
 
 
 def _configure_logging(level: str, fmt: LogFormat, *, access_log: bool) -> None:
-    """Show peerwire's log records at ``level`` on stderr in ``fmt``, unless logging is
-    configured (then only the level is set: the application's handlers write them)."""
-    logger = logging.getLogger("peerwire")
-    if not logging.getLogger().handlers and not logger.handlers:
-        configure_logging(level, fmt)
-    else:
-        logger.setLevel(level.upper())
+    """Show peerwire's log records at ``level`` on stderr in ``fmt``, and every other
+    library's at WARNING and above the same way (one handler on the root logger: with
+    ``json`` each line of stderr is one object), unless logging is configured (then only
+    the level is set: the application's handlers write them)."""
+    root, logger = logging.getLogger(), logging.getLogger("peerwire")
+    if not root.handlers and not logger.handlers:
+        configure_logging(level, fmt, logger="")
+        # Third parties at WARNING at least: their INFO (an httpx line per request) is noise
+        # here; peerwire's own records keep the level asked for.
+        root.setLevel(max(root.level, logging.WARNING))
+    logger.setLevel(level.upper())
     if access_log:  # asked for: shown whatever the level of the rest
         access = logging.getLogger(ACCESS_LOGGER)
         if not access.isEnabledFor(logging.INFO):

@@ -466,6 +466,8 @@ class A2AApp:
         traced = None
         if tracing.STATE.tracer is not None:  # tracing off: this attribute read is all
             traced = self._spans.start(request.method.operation, scope["headers"], request.params)
+            if access is not None:
+                access.traced(*traced.ids())
         try:
             if traced is None:
                 result = await operation(request.params, call)

@@ -50,6 +50,7 @@ from ..protocol import (
     check_history_length,
     closes_stream,
     ends_blocking_wait,
+    finished_task_refusal,
     list_query,
     resolve_continuation,
 )
@@ -582,11 +583,7 @@ class Dispatcher:
         try:
             record = await self._load(request.id, request.tenant, call.owner)
             if record.terminal:
-                raise UnsupportedOperationError(
-                    f"Task {record.id} is {record.state.value}: a finished task has no updates "
-                    "to subscribe to (use GetTask)",
-                    metadata={"taskId": record.id},
-                )
+                raise finished_task_refusal(record.id, record.state)
             snapshot = record.snapshot()
         except BaseException:
             subscription.close()
