@@ -12,6 +12,7 @@ With the relay back, the same send succeeds.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 from collections.abc import AsyncIterator
@@ -24,7 +25,7 @@ import pytest
 from ops.test_health_postgres import PG_DSN, Relay
 
 from peerwire import Agent, Client, Task, TaskState
-from peerwire.errors import PEERWIRE_ERROR_DOMAIN, ServiceUnavailableError
+from peerwire.errors import PEERWIRE_ERROR_DOMAIN, ServiceUnavailableError, StreamEndedError
 from peerwire.server.stores.postgres import PostgresTaskStore
 from peerwire.testing import live_server
 from peerwire.types import Binding
@@ -39,15 +40,31 @@ OUTAGE_INFO = {
     "domain": PEERWIRE_ERROR_DOMAIN,
     "metadata": {"dependency": "task_store", "retryAfterSeconds": RETRY_AFTER},
 }
+ECHO = {"skill": "echo"}
 # What the driver would say, which no caller may read.
 DRIVER_TEXT = ("Errno", "refused", "Connection", "asyncpg", "OSError", "127.0.0.1")
 
 
-def _agent() -> Agent:
+class Gate:
+    """What the ``gated`` skill waits on: it has started; the test lets it finish."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+
+def _agent(gate: Gate | None = None) -> Agent:
     agent = Agent("Durable", description="Keeps its tasks in PostgreSQL")
 
     @agent.skill("echo", description="Echoes")
     async def echo(text: str) -> str:
+        return text
+
+    @agent.skill("gated", description="Works until the test opens its gate")
+    async def gated(text: str) -> str:
+        assert gate is not None
+        gate.started.set()
+        await gate.release.wait()
         return text
 
     return agent
@@ -61,8 +78,9 @@ class Outage:
 
 
 @contextlib.asynccontextmanager
-async def outage() -> AsyncIterator[Outage]:
-    """A served agent whose PostgreSQL is cut off (the relay restarts with ``relay.start``)."""
+async def outage(gate: Gate | None = None, *, cut: bool = True) -> AsyncIterator[Outage]:
+    """A served agent whose PostgreSQL is cut off (``cut=False``: not yet; the relay
+    restarts with ``relay.start``)."""
     schema = f"pwtest_outage_{secrets.token_hex(6)}"
     relay = Relay()
     await relay.start()
@@ -74,10 +92,11 @@ async def outage() -> AsyncIterator[Outage]:
     )
     try:
         async with (
-            live_server(_agent(), store=store, grpc_port=0) as url,
+            live_server(_agent(gate), store=store, grpc_port=0) as url,
             httpx.AsyncClient(base_url=url, trust_env=False, timeout=WAIT_S) as web,
         ):
-            await relay.cut()
+            if cut:
+                await relay.cut()
             yield Outage(url, relay, web)
     finally:
         await relay.cut()
@@ -95,7 +114,12 @@ def _no_driver_text(body: str) -> None:
 
 
 def _jsonrpc_send(message_id: str) -> dict[str, Any]:
-    message = {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+    message = {
+        "messageId": message_id,
+        "role": "ROLE_USER",
+        "parts": [{"text": "hi"}],
+        "metadata": ECHO,
+    }
     return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
 
 
@@ -105,6 +129,7 @@ def _v03_message(message_id: str) -> dict[str, Any]:
         "messageId": message_id,
         "role": "user",
         "parts": [{"kind": "text", "text": "hi"}],
+        "metadata": ECHO,
     }
 
 
@@ -142,7 +167,7 @@ async def test_the_wire_says_unavailable_retry_after_and_nothing_of_the_driver()
         # JSON-RPC 1.0: a 200 carrying -32603 with the outage's ErrorInfo.
         answer = await web.post("/", json=_jsonrpc_send("m1"), headers={"A2A-Version": "1.0"})
         assert answer.status_code == 200, answer.text
-        assert answer.headers["retry-after"] == RETRY_AFTER
+        assert answer.headers.get("retry-after") == RETRY_AFTER, (answer.headers, answer.text)
         error = answer.json()["error"]
         assert error["code"] == -32603 and error["data"] == [OUTAGE_INFO], error
         _no_driver_text(answer.text)
@@ -152,7 +177,12 @@ async def test_the_wire_says_unavailable_retry_after_and_nothing_of_the_driver()
         [rest] = [
             i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "HTTP+JSON"
         ]
-        message = {"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+        message = {
+            "messageId": "m2",
+            "role": "ROLE_USER",
+            "parts": [{"text": "hi"}],
+            "metadata": ECHO,
+        }
         answer = await web.post(
             f"{rest}/message:send", json={"message": message}, headers={"A2A-Version": "1.0"}
         )
@@ -178,7 +208,12 @@ async def test_the_wire_says_unavailable_retry_after_and_nothing_of_the_driver()
         _no_driver_text(answer.text)
 
         # A2A 0.3 HTTP+JSON: 503 with Retry-After.
-        proto = {"messageId": "m4", "role": "ROLE_USER", "content": [{"text": "hi"}]}
+        proto = {
+            "messageId": "m4",
+            "role": "ROLE_USER",
+            "content": [{"text": "hi"}],
+            "metadata": ECHO,
+        }
         answer = await web.post("/rest/v1/message:send", json={"message": proto})
         assert answer.status_code == 503, answer.text
         assert answer.headers["retry-after"] == RETRY_AFTER
@@ -205,3 +240,37 @@ async def test_the_wire_says_unavailable_retry_after_and_nothing_of_the_driver()
                     break
                 await anyio.sleep(0.2)
         assert answer.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+@pytest.mark.parametrize("binding", [Binding.JSONRPC, Binding.HTTP_JSON, Binding.GRPC])
+async def test_a_stream_whose_task_cannot_be_recorded_ends_with_the_outage(binding: str) -> None:
+    gate = Gate()
+    async with (
+        outage(gate, cut=False) as down,
+        Client.connect(down.url, bindings=[binding]) as client,
+    ):
+        stream = client.stream("hi", skill="gated")
+        first = await anext(stream)
+        assert isinstance(first, Task)
+        await down.relay.cut()
+        gate.release.set()  # the handler ends; its COMPLETED cannot be stored
+        with anyio.fail_after(WAIT_S), pytest.raises(StreamEndedError) as ended:
+            async for _ in stream:
+                pass
+        assert (ended.value.task_id, ended.value.cause) == (first.id, "outage")
+
+
+@pytest.mark.parametrize("binding", [Binding.JSONRPC, Binding.HTTP_JSON, Binding.GRPC])
+async def test_a_blocking_send_whose_task_cannot_be_recorded_is_told_so(binding: str) -> None:
+    gate = Gate()
+    async with (
+        outage(gate, cut=False) as down,
+        Client.connect(down.url, bindings=[binding]) as client,
+    ):
+        sending = asyncio.ensure_future(client.send("hi", skill="gated"))
+        with anyio.fail_after(WAIT_S):
+            await gate.started.wait()
+        await down.relay.cut()
+        gate.release.set()
+        with anyio.fail_after(WAIT_S), pytest.raises(ServiceUnavailableError):
+            await sending

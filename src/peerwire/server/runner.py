@@ -232,6 +232,7 @@ class Runner:
         self._late_publications: set[asyncio.Task[None]] = set()
         # Told as a drain begins (the dispatcher ends its streams there).
         self._drain_listeners: list[Callable[[], None]] = []
+        self._unrecorded_listeners: list[Callable[[str], None]] = []
         self.placement = placement
         if placement is not None:
             placement.attach(self)
@@ -299,6 +300,13 @@ class Runner:
         dispatcher ends its streams there (``Dispatcher.end_streams``), so no stream waits
         for the grace."""
         self._drain_listeners.append(listener)
+
+    def on_unrecorded(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(task_id)`` when a handler ended but its task's final state could
+        not be recorded (the store or the bus is away): nothing more will be published for
+        it here, so the dispatcher ends the streams that follow it (``StreamEndedError``,
+        cause ``outage``) rather than leave them waiting."""
+        self._unrecorded_listeners.append(listener)
 
     async def drain(self) -> None:
         """Take no more work; let working handlers finish within the grace, then fail them.
@@ -1088,6 +1096,11 @@ class Runner:
                 # The store or the bus failed (an outage): one task's outcome, never a reason
                 # for the runner, and so the process, to end.
                 log.exception("peerwire: task %s: final state not recorded", ctx.task_id)
+                for listener in self._unrecorded_listeners:
+                    try:
+                        listener(ctx.task_id)
+                    except Exception:  # one failing listener must not keep the rest away
+                        log.exception("peerwire: an unrecorded-state listener failed")
         finally:
             live.settle()  # the handler is gone: a blocking send waits no longer
 
