@@ -20,15 +20,33 @@ from typing import Any
 
 import anyio
 import asyncpg
+import grpc
+import grpc.aio
 import httpx
 import pytest
+from google.rpc import error_details_pb2, status_pb2
 from ops.test_health_postgres import PG_DSN, Relay
 
 from peerwire import Agent, Client, Task, TaskState
+from peerwire.bindings.grpc._gen import a2a_v03_pb2 as pb03
+from peerwire.bindings.grpc.convert import to_bytes
+from peerwire.bindings.grpc.service import RPCS
+from peerwire.bindings.grpc.status import DETAILS_KEY
+from peerwire.client.transports.base import CallOptions
+from peerwire.client.transports.grpc_v03 import GrpcV03Transport
+from peerwire.client.transports.jsonrpc import JsonRpcV03Transport
+from peerwire.client.transports.rest import RestV03Transport
 from peerwire.errors import PEERWIRE_ERROR_DOMAIN, ServiceUnavailableError, StreamEndedError
 from peerwire.server.stores.postgres import PostgresTaskStore
 from peerwire.testing import live_server
-from peerwire.types import Binding
+from peerwire.types import (
+    Binding,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    SendMessageResponse,
+)
 
 pytestmark = pytest.mark.services
 
@@ -274,3 +292,68 @@ async def test_a_blocking_send_whose_task_cannot_be_recorded_is_told_so(binding:
         gate.release.set()
         with anyio.fail_after(WAIT_S), pytest.raises(ServiceUnavailableError):
             await sending
+
+
+def _grpc_outage_info(failure: grpc.aio.AioRpcError) -> dict[str, Any]:
+    trailers = dict(failure.trailing_metadata() or ())
+    assert trailers.get("retry-after") == RETRY_AFTER, trailers
+    status = status_pb2.Status.FromString(trailers[DETAILS_KEY])
+    info = error_details_pb2.ErrorInfo()
+    assert len(status.details) == 1 and status.details[0].Unpack(info)
+    return {"reason": info.reason, "domain": info.domain, "metadata": dict(info.metadata)}
+
+
+async def test_grpc_says_unavailable_on_1_0_and_0_3() -> None:
+    async with outage() as down:
+        card = (await down.web.get("/.well-known/agent-card.json")).json()
+        [url] = [i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+        message = Message(
+            message_id="g1", role=Role.USER, parts=[Part(text="hi")], metadata=dict(ECHO)
+        )
+        v03_request = pb03.SendMessageRequest(
+            request=pb03.Message(
+                message_id="g2", role=pb03.ROLE_USER, content=[pb03.Part(text="hi")]
+            )
+        )
+        v03_request.request.metadata.update(ECHO)
+        async with grpc.aio.insecure_channel(url) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as v10:
+                await channel.unary_unary(RPCS["SendMessage"].path)(
+                    to_bytes(SendMessageRequest(message=message)),
+                    metadata=(("a2a-version", "1.0"),),
+                    timeout=WAIT_S,
+                )
+            with pytest.raises(grpc.aio.AioRpcError) as v03:
+                await channel.unary_unary("/a2a.v1.A2AService/SendMessage")(
+                    v03_request.SerializeToString(), timeout=WAIT_S
+                )
+    expected = {k: v for k, v in OUTAGE_INFO.items() if k != "@type"}
+    for failure in (v10.value, v03.value):
+        assert failure.code() is grpc.StatusCode.UNAVAILABLE, failure
+        assert _grpc_outage_info(failure) == expected
+        _no_driver_text(failure.details() or "")
+    assert (v03.value.details() or "").startswith("InternalError: ")  # 0.3's nearest class
+
+
+async def test_the_0_3_client_transports_read_the_outage_back() -> None:
+    async with outage() as down:
+        card = (await down.web.get("/.well-known/agent-card.json")).json()
+        urls = {i["protocolBinding"]: i["url"] for i in card["supportedInterfaces"]}
+        request = SendMessageRequest(
+            message=Message(
+                message_id="v03", role=Role.USER, parts=[Part(text="hi")], metadata=dict(ECHO)
+            )
+        )
+        transports: list[Any] = [
+            JsonRpcV03Transport(urls["JSONRPC"], down.web),
+            RestV03Transport(urls["HTTP+JSON"], down.web),
+            GrpcV03Transport(urls["GRPC"], timeout=WAIT_S),
+        ]
+        try:
+            for transport in transports:
+                with pytest.raises(ServiceUnavailableError) as refused:
+                    await transport.call("SendMessage", request, SendMessageResponse, CallOptions())
+                assert (refused.value.dependency, refused.value.retry_after) == ("task_store", 5)
+        finally:
+            for transport in transports:
+                await transport.aclose()
