@@ -478,6 +478,7 @@ def test_version_conflict_carries_its_facts() -> None:
         InvalidResponseError("bad", url="u"),
         A2ATimeoutError("slow", url="u"),
         VersionConflictError("t-1", 1, None),
+        ServiceUnavailableError(dependency="task_store", retry_after=5),
     ],
     ids=type,
 )
