@@ -171,6 +171,7 @@ class Dispatcher:
         # Set once the server is shutting down: new streams are refused, late ones ended.
         self._streams_stopped: str | None = None
         runner.on_drain(self._stop_streams)
+        runner.on_unrecorded(self._end_task_streams)
         if isinstance(bus, GapFilling):
             # A bus between processes can lose what the store has: its streams fill from it.
             bus.fill_gaps_from(store)
@@ -608,6 +609,13 @@ class Dispatcher:
             stream.end(cause)
         return len(streams)
 
+    def _end_task_streams(self, task_id: str) -> None:
+        """The task's final state was not recorded (an outage): its streams would wait for
+        events that are not coming, so they end, ``StreamEndedError`` cause ``outage``."""
+        for stream in list(self._streams):
+            if stream.task_id == task_id:
+                stream.end(StreamEndedError.OUTAGE)
+
     def _stop_streams(self) -> None:
         """The shutdown began: end the open streams, refuse new ones (``ServerBusyError``)."""
         self._streams_stopped = StreamEndedError.SHUTDOWN
@@ -910,6 +918,12 @@ class TaskStream:
                 self.close()
                 break  # whatever follows a closing state is not this stream's
         return batch
+
+    @property
+    def task_id(self) -> str | None:
+        """The task this stream follows (``None``: a single reply, or closed)."""
+        subscription = self._subscription
+        return None if subscription is None else subscription.task_id
 
     def end(self, cause: str) -> None:
         """End the stream early, for ``cause``: the events it holds are handed out, then
