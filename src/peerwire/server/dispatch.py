@@ -84,7 +84,7 @@ from ..types import (
 from .agent import Agent, Skill
 from .bus import BusEvent, EventBus, Subscription
 from .catch_up import GapFilling
-from .context import caller_of
+from .context import caller_of, encode_caller
 from .idempotency import MessageLedger, check_message_id, holds_message
 from .push_configs import PushConfigPolicy
 from .runner import Runner
@@ -392,6 +392,7 @@ class Dispatcher:
                 return await self._repeat(held, request, call, streaming, blocking)
         if self.metrics is not None:
             self.metrics.tasks_created.inc()
+        await self._record_caller(task_id, first, call)
         if push is not None:
             await self._register_push_config(push, task_id, call)
         if blocking and self.runner.sees_every_event:
@@ -481,6 +482,9 @@ class Dispatcher:
         _check_scopes(skill, call)
         if push is not None:
             await self._register_push_config(push, task_id, call)
+        # Before the message is recorded: whoever runs the handler on it (a worker, a
+        # restart) finds its caller.
+        await self._record_caller(task_id, follow_up, call)
         subscription = self.bus.subscribe(task_id)
         try:
             await self.runner.continue_task(
@@ -499,6 +503,13 @@ class Dispatcher:
             subscription.close()
             raise
         return task_id, subscription, seen, None
+
+    async def _record_caller(self, task_id: str, message: Message, call: CallContext) -> None:
+        """Record who sent ``message`` with its task: a handler run again on it (a restart,
+        another worker) sees the same ``ctx.caller``. An anonymous caller needs no record."""
+        body = encode_caller(call)
+        if body is not None:
+            await self.store.save_caller(task_id, message.message_id, body)
 
     async def _reply(self, skill: Skill, message: Message, context_id: str) -> Message:
         """Run a message skill inline: it answers directly and creates no task."""

@@ -268,6 +268,20 @@ class TaskStore(abc.ABC):
         how many tasks were removed. ``retention_cutoff`` turns a maximum age into such a key.
         """
 
+    # Who sent each of a task's messages (``server.context.encode_caller``): what a handler run
+    # again sees as ``ctx.caller``. Kept with the task, and removed with it by retention.
+
+    @abc.abstractmethod
+    async def save_caller(self, task_id: str, message_id: str, caller: bytes) -> None:
+        """Record ``caller`` (opaque bytes) as the sender of the task's message ``message_id``,
+        replacing what was recorded for it. Raises ``TaskNotFoundError`` if the task does not
+        exist. Not scoped: its callers found the task visible first."""
+
+    @abc.abstractmethod
+    async def load_callers(self, task_id: str) -> dict[str, bytes]:
+        """What ``save_caller`` recorded for the task, by message id (empty: nothing, or no
+        such task)."""
+
     # Push-notification configs live with their task (and go when retention removes it).
     # Callers check that the task is visible to the caller first; these do not scope.
 
