@@ -722,6 +722,17 @@ class StoreSuite:
         assert await store.load_callers(other.id) == {"m-1": b'{"id":"dave"}'}
         assert await store.load_callers("no-such-task") == {}
 
+    async def test_the_owner_of_a_task_is_known_within_its_tenant(self, store: TaskStore) -> None:
+        record, done = new_record(), new_record()
+        await store.create(record, tenant="t", owner="alice")
+        await store.create(done, tenant="t", owner="bob")
+        await store.append(done.id, [status_event(done, S.COMPLETED, at=10)])
+        assert await store.owner_of(record.id, tenant="t") == "alice"
+        assert await store.owner_of(record.id, tenant="u") is None, "another tenant's"
+        assert await store.owner_of("no-such-task", tenant="t") is None
+        finished = await store.owner_of(done.id, tenant="t")
+        assert finished in ("bob", None), "a finished task's owner, where the store keeps it"
+
     async def test_a_caller_of_a_missing_task_is_refused(self, store: TaskStore) -> None:
         with pytest.raises(TaskNotFoundError):
             await store.save_caller("no-such-task", "m-1", b"{}")

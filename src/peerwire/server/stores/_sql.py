@@ -67,6 +67,7 @@ __all__ = [
     "SELECT_MESSAGE_TASK",
     "SELECT_OUTBOX",
     "SELECT_OUTBOX_ROW",
+    "SELECT_OWNER",
     "SELECT_PUSH_CONFIG_IDS",
     "SELECT_TAIL",
     "SELECT_TASK",
@@ -201,6 +202,7 @@ INSERT_TASK = (
     "snapshot_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
 )
 SELECT_TASK_VERSION = "SELECT version FROM tasks WHERE id = ?"
+SELECT_OWNER = "SELECT owner FROM tasks WHERE id = ? AND tenant = ?"
 TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
 SELECT_TASK = (
     "SELECT context_id, tenant, owner, version, snapshot, snapshot_version FROM tasks WHERE id = ?"

@@ -186,6 +186,16 @@ class TaskStore(abc.ABC):
         the task up, not before it from a cache.
         """
 
+    async def owner_of(self, task_id: str, *, tenant: str) -> str | None:
+        """The owner of the task, or ``None`` if ``tenant`` has no such task (internal use:
+        who an answer from another principal is given on behalf of, ``Agent.skill
+        (answerable_by=...)``). The default looks among the unfinished tasks (the only ones
+        it is asked about); the stores here read it directly."""
+        for info in await self.unfinished():
+            if info.task_id == task_id and info.tenant == tenant:
+                return info.owner
+        return None
+
     async def load_many(self, tasks: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
         """``load(task_id, tenant=tenant)`` (no owner check: internal use) of each
         ``(task_id, tenant)``, in order: what a worker taking several jobs at once reads.

@@ -294,6 +294,13 @@ class MemoryTaskStore(TaskStore):
         found = _compacted_if_visible(stored, tenant, owner)
         return None if found is None else _unpack(found).record()
 
+    async def owner_of(self, task_id: str, *, tenant: str) -> str | None:
+        stored = self._tasks.get(task_id)
+        if stored is None:
+            return None
+        header = stored if isinstance(stored, _Entry) else _unpack_header(stored)
+        return header.owner if header.tenant == tenant else None
+
     async def load_snapshot(
         self, task_id: str, *, tenant: str, owner: str | None, history_length: int | None
     ) -> Task | None:

@@ -223,6 +223,7 @@ _TASK_EXISTS = _sql.numbered(_sql.TASK_EXISTS)
 _SELECT_UNFINISHED = _sql.numbered(_sql.SELECT_UNFINISHED)
 _UPSERT_PUSH_CONFIG = _sql.numbered(_sql.UPSERT_PUSH_CONFIG)
 _SAVE_CALLER = _sql.numbered(_sql.SAVE_CALLER)
+_SELECT_OWNER = _sql.numbered(_sql.SELECT_OWNER)
 _SELECT_CALLERS = _sql.numbered(_sql.SELECT_CALLERS)
 _GET_PUSH_CONFIG = _sql.numbered(_sql.GET_PUSH_CONFIG)
 _GET_PUSH_TARGET = _sql.numbered(_sql.GET_PUSH_TARGET)
@@ -877,6 +878,11 @@ class PostgresTaskStore(TaskStore):
         await self._delete_terminal_before(retention_cutoff(self.retain_finished), unless_busy=True)
 
     # -- push configs -----------------------------------------------------------------------
+
+    async def owner_of(self, task_id: str, *, tenant: str) -> str | None:
+        async with self._connection() as connection:
+            owner = await connection.fetchval(_SELECT_OWNER, task_id, tenant)
+        return None if owner is None else str(owner)
 
     async def save_caller(self, task_id: str, message_id: str, caller: bytes) -> None:
         async with self._connection() as connection:

@@ -486,6 +486,12 @@ class SQLiteTaskStore(TaskStore):
         sweep = self._submit(*self._deletion(retention_cutoff(self.retain_finished)))
         sweep.add_done_callback(_log_sweep)
 
+    async def owner_of(self, task_id: str, *, tenant: str) -> str | None:
+        row = await self._read(
+            lambda connection: connection.execute(_sql.SELECT_OWNER, (task_id, tenant)).fetchone()
+        )
+        return None if row is None else str(row[0])
+
     # -- recorded callers ---------------------------------------------------------------------
 
     async def save_caller(self, task_id: str, message_id: str, caller: bytes) -> None:
