@@ -167,8 +167,9 @@ async def test_a_manager_with_the_scope_answers_and_the_history_says_so(binding:
         answered = (await mona.send("approved", claim)).task
         assert answered is not None and answered.id == claim.id
         assert (answered.history, answered.artifacts) == ([], [])
-        # What follows the answer is the owner's: its outcome's message is not shown.
-        assert answered.status.state is TaskState.INPUT_REQUIRED or answered.status.message is None
+        # A blocking send waits until the task settles; its outcome's message is the owner's.
+        assert answered.status.state is TaskState.COMPLETED
+        assert answered.status.message is None
         done = await _until_done(erin, claim.id)
         assert done.status.message is not None
         assert done.status.message.text == "approved by mona (Mona)"
@@ -256,3 +257,31 @@ def test_answerable_by_needs_an_agent_that_authenticates() -> None:
 
     with pytest.raises(TypeError, match="scope names"):
         expenses_agent().skill("other", answerable_by=[""])
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_streamed_answer_gets_the_answerers_view_only(binding: str) -> None:
+    async with principals(binding) as who:
+        erin, mona = who["erin"], who["mona"]
+        claim = (await erin.send("9 EUR", metadata={"skill": "claim"})).task
+        assert claim is not None
+        request = SendMessageRequest(
+            tenant="acme",
+            message=Message(
+                message_id=f"m-{next(_ids)}",
+                role=Role.USER,
+                parts=[Part(text="approved")],
+                task_id=claim.id,
+                context_id=claim.context_id,
+            ),
+        )
+        events = [
+            event
+            async for event in mona.transport.stream("SendStreamingMessage", request, mona.options)
+        ]
+        (only,) = events
+        assert only.task is not None and only.task.id == claim.id
+        assert (only.task.history, only.task.artifacts) == ([], [])
+        done = await _until_done(erin, claim.id)
+        assert done.status.message is not None
+        assert done.status.message.text == "approved by mona (Mona)"

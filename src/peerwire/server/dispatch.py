@@ -349,7 +349,9 @@ class Dispatcher:
             if record is None:
                 answerable = await self._answerable(message.task_id, request.tenant, call)
                 if answerable is not None:
-                    return await self._answer(*answerable, message, request.tenant, call, push)
+                    return await self._answer(
+                        *answerable, message, request.tenant, call, push, blocking=blocking
+                    )
             existing = None if record is None else (record.context_id, record.state)
             if (
                 record is not None
@@ -551,10 +553,13 @@ class Dispatcher:
         tenant: str,
         call: CallContext,
         push: TaskPushNotificationConfig | None,
+        *,
+        blocking: bool,
     ) -> _Answered:
         """Record ``call``'s answer to the question of ``owner``'s task, marked with who
         answered, and hand it to the handler as the owner's would be. The answerer gets the
-        task as it may see it (``_answerer_view``) at once: what follows is the owner's."""
+        task as it may see it (``_answerer_view``): a blocking send once the task settled
+        (terminal or interrupted, as for any blocking send), else at once."""
         if push is not None:
             raise InvalidParamsError(
                 "An answer on behalf of the task's owner cannot register a push notification "
@@ -578,18 +583,21 @@ class Dispatcher:
         )
         history = [m for m in record.history if m.role is Role.USER]
         await self._record_caller(record.id, answer, call)
-        await self.runner.continue_task(
-            skill,
-            task_id=record.id,
-            context_id=decision.context_id,
-            follow_up=answer,
-            earlier=history,
-            tenant=tenant,
-            owner=owner,
-            version=record.version,
-            state=record.state,
-            caller=call,
-        )
+        with self.bus.subscribe(record.id) as subscription:
+            await self.runner.continue_task(
+                skill,
+                task_id=record.id,
+                context_id=decision.context_id,
+                follow_up=answer,
+                earlier=history,
+                tenant=tenant,
+                owner=owner,
+                version=record.version,
+                state=record.state,
+                caller=call,
+            )
+            if blocking:
+                await _wait_until_settled(subscription, record.version)
         log.info(
             "task %s: the question of skill %r answered by %r for its owner %r",
             record.id,
