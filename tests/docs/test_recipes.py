@@ -25,3 +25,21 @@ async def test_approval_by_another_principal(
         "COMPLETED - Approved by Mona Lee",
         "answered by: {'principal': 'mona', 'scheme': 'bearer'}",
     ]
+
+
+async def test_replay_safety(example: Load, capsys: pytest.CaptureFixture[str]) -> None:
+    """Started, then the server stopped and started again on the same file: the answer
+    runs the handler again from its start."""
+    module = example("replay_example")
+    store = "sqlite:bookings.db"  # in the example's working folder
+    async with live_server(module.agent, store=store, auth=module.AUTH) as url:
+        task_id = await module.start(url)
+    async with live_server(module.agent, store=store, auth=module.AUTH) as url:
+        await module.finish(task_id, url)
+    assert printed(capsys) == [
+        "INPUT_REQUIRED - Confirm 2 nights for Ana? (yes/no)",
+        "COMPLETED - booked for Ana",
+        "artifacts: ['quote for Ana: 2 nights, 240 EUR', 'booking for Ana']",
+        "'checking availability' sent 2 times",
+        "deposits charged: 1",
+    ]
