@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -285,3 +286,44 @@ async def test_a_streamed_answer_gets_the_answerers_view_only(binding: str) -> N
         done = await _until_done(erin, claim.id)
         assert done.status.message is not None
         assert done.status.message.text == "approved by mona (Mona)"
+
+
+async def test_an_answer_after_a_restart_runs_the_handler_again_for_its_owner(
+    tmp_path: Path,
+) -> None:
+    """No process holds the handler (the server restarted while the claim waited): the
+    manager's answer runs it again from its start, for its owner, with the answerer as
+    ``ctx.caller`` of the answer and the owner's recorded caller for the first message."""
+    seen: list[tuple[str, str, str]] = []
+    agent = expenses_agent()
+
+    @agent.skill("audited", answerable_by="approve")
+    async def audited(ctx: TaskContext) -> None:
+        seen.append(("first", ctx.caller.id, ctx.owner))
+        answer = await ctx.ask("Approve?")
+        seen.append(("answer", ctx.caller.id, ctx.owner))
+        await ctx.complete(f"{answer.text} by {ctx.caller.id} for {ctx.owner}")
+
+    auth = {"key": APIKeyVerifier(KEYS)}
+    store = f"sqlite:{tmp_path / 'tasks.db'}"
+    async with (
+        live_server(agent, store=store, auth=auth, shutdown_grace=1.0) as url,
+        Client.connect(url, headers={"X-API-Key": "k-erin"}, card_cache=CardCache()) as erin,
+    ):
+        claim = await erin.send("5 EUR", skill="audited")
+        assert isinstance(claim, Task) and claim.status.state is TaskState.INPUT_REQUIRED
+    async with (
+        live_server(agent, store=store, auth=auth, shutdown_grace=1.0) as url,
+        Client.connect(url, headers={"X-API-Key": "k-mona"}, card_cache=CardCache()) as mona,
+        Client.connect(url, headers={"X-API-Key": "k-erin"}, card_cache=CardCache()) as erin,
+    ):
+        answered = await mona.send("approved", task_id=claim.id)
+        assert isinstance(answered, Task) and answered.status.state is TaskState.COMPLETED
+        done = await erin.get_task(claim.id)
+    assert done.status.message is not None
+    assert done.status.message.text == "approved by mona for erin"
+    assert seen == [
+        ("first", "erin", "erin"),  # then parked in ask until the server stopped
+        ("first", "erin", "erin"),  # run again: the first message's recorded caller
+        ("answer", "mona", "erin"),
+    ]

@@ -5,7 +5,8 @@ the key prefix in ``PEERWIRE_SCALE_PREFIX``: ``hold`` waits until the test sets
 ``{prefix}:release:{task_id}``; the ``forever`` skill's cancel hook records which process
 ran it in ``{prefix}:canceled:{task_id}``. Every handler says which process runs it.
 ``secure_agent`` (served with ``--auth scale_agent:AUTH``) books for the caller its
-credential names, before and after a question, then holds as ``hold`` does.
+credential names, before and after a question (which a principal granted ``approve`` may
+answer too), then holds as ``hold`` does.
 """
 
 from __future__ import annotations
@@ -96,7 +97,10 @@ async def forever_canceled(ctx: TaskContext) -> None:
 
 AUTH = {
     "key": APIKeyVerifier(
-        {"k-alice": Principal("alice", scopes=frozenset({"book"}), claims={"name": "Alice"})}
+        {
+            "k-alice": Principal("alice", scopes=frozenset({"book"}), claims={"name": "Alice"}),
+            "k-mona": Principal("mona", scopes=frozenset({"approve"}), claims={"name": "Mona"}),
+        }
     )
 }
 secure_agent = Agent(
@@ -110,7 +114,7 @@ secure_agent = Agent(
     },
     security_requirements=[SecurityRequirement(schemes={"key": StringList()})],
 )
-secure_agent.skill("book")(book)
+secure_agent.skill("book", answerable_by="approve")(book)
 
 for _agent in (agent, failing_agent):
     _agent.skill("hold")(hold)

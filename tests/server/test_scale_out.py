@@ -26,6 +26,7 @@ import pytest
 from redis.asyncio import Redis
 
 from peerwire.protocol import fold_events
+from peerwire.protocol.extensions import ANSWERABLE_BY_EXTENSION as ANSWERED_BY
 from peerwire.types import StreamResponse, Task, from_builtins
 
 from ._agents import ask_for
@@ -420,6 +421,46 @@ async def test_a_killed_workers_replay_keeps_the_caller_and_the_artifact_ids(
         assert [x["artifactId"] for x in final["artifacts"]] == [
             x["artifactId"] for x in before["artifacts"]
         ]
+
+
+async def test_another_principals_answer_reaches_the_worker_holding_the_handler(
+    tmp_path: Path,
+) -> None:
+    """A manager answers Alice's question through the replica: the answer goes to the worker
+    parked in ``ask`` through Redis, without its credential; the handler reads the recorded
+    caller of that answer (Mona), and the task stays Alice's."""
+    async with cluster(
+        tmp_path,
+        replicas=1,
+        workers=1,
+        agent="secure_agent",
+        serve_options=("--auth", "scale_agent:AUTH"),
+        headers={"X-API-Key": "k-alice"},
+    ) as running:
+        (a,) = running.replicas
+        task = await a.send(ask_for("book"))
+        assert status_text(task) == "How many nights?", task
+        async with httpx.AsyncClient(
+            trust_env=False, timeout=TIMEOUT_S, headers={"X-API-Key": "k-mona"}
+        ) as http:
+            mona = Rpc(http, a.url)
+            seen = await mona.get(task["id"])
+            assert status_text(seen) == "How many nights?" and "history" not in seen
+            answer = user_message("3", taskId=task["id"], contextId=task["contextId"])
+            answered = await mona.send(answer, returnImmediately=True)
+            assert "artifacts" not in answered and "history" not in answered
+        with anyio.fail_after(SETTLE_S):
+            # Polling another process, bounded: the answer's artifact is stored.
+            while len((now := await a.get(task["id"])).get("artifacts", [])) < 2:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        assert [artifact_text({"artifacts": [x]}) for x in now["artifacts"]] == [
+            "quote for Alice",
+            "booked 3 nights for Mona",
+        ]
+        await running.release(task["id"])
+        final = await until_state(a, task["id"], {"TASK_STATE_COMPLETED"})
+        (recorded,) = [m for m in final["history"] if m["parts"][0].get("text") == "3"]
+        assert recorded["metadata"][ANSWERED_BY] == {"principal": "mona", "scheme": "key"}
 
 
 async def test_the_sweeper_requeues_tasks_whose_job_redis_lost(tmp_path: Path) -> None:
