@@ -18,8 +18,12 @@ repeats the ids its parent holds; a spawned one starts afresh anyway.
 from __future__ import annotations
 
 import os
+import uuid
 
-__all__ = ["new_id"]
+__all__ = ["new_id", "step_id"]
+
+# The namespace of the ids derived from a task's (``step_id``): a fixed random UUID.
+_STEPS = uuid.UUID("6f3c1f9e-2a57-4d0b-9f0e-8b1d52c4a7e3")
 
 _BATCH = 512
 """Ids formatted per ``os.urandom`` call: the refill's cost spread over them (about 40 KB)."""
@@ -61,6 +65,14 @@ def new_id() -> str:
         return _ready.pop()
     except IndexError:
         return _refill()
+
+
+def step_id(task_id: str, kind: str, step: int) -> str:
+    """The id of the ``step``-th thing of ``kind`` a task's handler makes (a version-5 UUID of
+    the three): the same on every run of the handler, so a replay makes it again under the
+    same id. Only the server's own ids go in (the task's is one of ours, never the caller's),
+    and the task id, unguessable, keeps the derived id unguessable too."""
+    return str(uuid.uuid5(_STEPS, f"{task_id}/{kind}/{step}"))
 
 
 def _refill() -> str:

@@ -1,5 +1,5 @@
 """``ctx.caller``: who sent the message a skill is handling, for the first message and for
-every answer ``ctx.ask`` returns; after a restart, what replay can and cannot know.
+every answer ``ctx.ask`` returns; after a restart, the callers recorded with the task.
 
 The same principal answers with different credentials (only a task's owner can continue
 it): an API key granting ``read``, one granting ``read`` and ``admin``.
@@ -8,6 +8,7 @@ it): an API key granting ``read``, one granting ``read`` and ``admin``.
 from __future__ import annotations
 
 import itertools
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,8 @@ from peerwire.testing import in_process
 from peerwire.types import APIKeySecurityScheme, SecurityRequirement, SecurityScheme, StringList
 
 KEYS = {
-    "k-read": Principal("alice", scopes=frozenset({"read"})),
-    "k-admin": Principal("alice", scopes=frozenset({"read", "admin"})),
+    "k-read": Principal("alice", scopes=frozenset({"read"}), claims={"name": "Alice"}),
+    "k-admin": Principal("alice", scopes=frozenset({"read", "admin"}), claims={"name": "Al"}),
     "k-bob": Principal("bob", scopes=frozenset({"read", "admin"})),
 }
 _ids = itertools.count(1)
@@ -119,8 +120,9 @@ async def test_after_a_restart_replayed_answers_are_recorded_and_the_new_one_is_
     tmp_path: Path, answer_key: str
 ) -> None:
     """The handler runs again from the start: the first message and the answers replayed
-    from history come without a credential (``recorded``: no scopes, so checks fail closed);
-    the answer that resumed the task comes with its caller's."""
+    from history come with the callers recorded when they were accepted (``recorded``: the
+    principal, its claims and the scopes granted then); the answer that resumed the task
+    comes with its own credential."""
     seen: list[Caller] = []
     auth = {"key": APIKeyVerifier(KEYS)}
     database = tmp_path / "tasks.db"
@@ -129,7 +131,7 @@ async def test_after_a_restart_replayed_answers_are_recorded_and_the_new_one_is_
     ) as http:
         task = _task(await _send(http, "k-admin", "start"))
         follow = {"taskId": task["id"], "contextId": task["contextId"]}
-        task = _task(await _send(http, "k-admin", "one", **follow))
+        task = _task(await _send(http, "k-read", "one", **follow))
         assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert len(seen) == 2
     seen.clear()
@@ -139,9 +141,46 @@ async def test_after_a_restart_replayed_answers_are_recorded_and_the_new_one_is_
         task = _task(await _send(http, answer_key, "two", **follow))
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     first, replayed, live = seen
-    for recorded in (first, replayed):
-        assert recorded.recorded and recorded.id == "alice" and recorded.scopes == frozenset()
+    assert first.recorded and replayed.recorded
+    assert (first.id, first.scopes, dict(first.principal.claims)) == (
+        "alice",
+        {"read", "admin"},
+        {"name": "Al"},
+    ), "the first message's caller, as recorded: not the empty caller of a bare replay"
+    assert (replayed.id, replayed.scopes, dict(replayed.principal.claims)) == (
+        "alice",
+        {"read"},
+        {"name": "Alice"},
+    ), "each answer's own caller"
+    assert first.principal.scheme == replayed.principal.scheme == "key"
     assert not live.recorded and live.id == "alice"
     assert live.scopes == KEYS[answer_key].scopes
     expected = "admin" if answer_key == "k-admin" else "read only"
     assert task["artifacts"][0]["parts"][0]["text"] == expected
+
+
+async def test_a_replay_without_a_record_fails_closed(tmp_path: Path) -> None:
+    """A task whose callers were never recorded (stored before schema version 7): the
+    replayed messages come with the owner only and no scopes."""
+    seen: list[Caller] = []
+    auth = {"key": APIKeyVerifier(KEYS)}
+    database = tmp_path / "tasks.db"
+    async with in_process(
+        _agent(seen), store=SQLiteTaskStore(database), auth=auth, shutdown_grace=1.0
+    ) as http:
+        task = _task(await _send(http, "k-admin", "start"))
+        follow = {"taskId": task["id"], "contextId": task["contextId"]}
+    forgotten = sqlite3.connect(database)
+    with forgotten:
+        forgotten.execute("DELETE FROM task_callers")
+    forgotten.close()
+    seen.clear()
+    async with in_process(
+        _agent(seen), store=SQLiteTaskStore(database), auth=auth, shutdown_grace=1.0
+    ) as http:
+        task = _task(await _send(http, "k-read", "one", **follow))
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    first, live = seen
+    assert first.recorded and first.id == "alice" and first.scopes == frozenset()
+    assert dict(first.principal.claims) == {}
+    assert live.scopes == {"read"} and dict(live.principal.claims) == {"name": "Alice"}

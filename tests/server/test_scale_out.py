@@ -26,6 +26,7 @@ import pytest
 from redis.asyncio import Redis
 
 from peerwire.protocol import fold_events
+from peerwire.protocol.extensions import ANSWERABLE_BY_EXTENSION as ANSWERED_BY
 from peerwire.types import StreamResponse, Task, from_builtins
 
 from ._agents import ask_for
@@ -59,6 +60,7 @@ class Cluster:
     agent: str
     redis: Redis
     http: httpx.AsyncClient
+    serve_options: tuple[str, ...] = ()
     replicas: list[Rpc] = field(default_factory=list)
     workers: list[asyncio.subprocess.Process] = field(default_factory=list)
     processes: list[asyncio.subprocess.Process] = field(default_factory=list)
@@ -94,6 +96,7 @@ class Cluster:
             "--shutdown-grace",
             "2",
             *TIMING,
+            *self.serve_options,
         )
         rpc = Rpc(self.http, f"http://127.0.0.1:{port}")
         with anyio.fail_after(READY_S):
@@ -156,12 +159,18 @@ class Cluster:
 
 @contextlib.asynccontextmanager
 async def cluster(
-    tmp_path: Path, *, replicas: int = 2, workers: int = 2, agent: str = "agent"
+    tmp_path: Path,
+    *,
+    replicas: int = 2,
+    workers: int = 2,
+    agent: str = "agent",
+    serve_options: tuple[str, ...] = (),
+    headers: dict[str, str] | None = None,
 ) -> AsyncIterator[Cluster]:
     async with (
         fresh_schema() as schema,
         fresh_prefix() as prefix,
-        httpx.AsyncClient(trust_env=False, timeout=TIMEOUT_S) as http,
+        httpx.AsyncClient(trust_env=False, timeout=TIMEOUT_S, headers=headers) as http,
     ):
         redis = Redis.from_url(REDIS_URL)
         running = Cluster(
@@ -172,6 +181,7 @@ async def cluster(
             agent=agent,
             redis=redis,
             http=http,
+            serve_options=serve_options,
         )
         try:
             for _ in range(replicas):
@@ -374,6 +384,83 @@ async def test_a_dead_workers_task_fails_under_the_fail_policy(tmp_path: Path) -
         assert state_of(final) == "TASK_STATE_FAILED"
         assert status_text(final) == "the worker running this task stopped"
         assert state_of(await a.get(task_id)) == "TASK_STATE_FAILED"
+
+
+async def test_a_killed_workers_replay_keeps_the_caller_and_the_artifact_ids(
+    tmp_path: Path,
+) -> None:
+    """A task whose worker is SIGKILLed after its answer runs again on the other worker: from
+    its first step it sees the caller recorded with the task (the claims name Alice), and its
+    id-less artifacts replace the first run's under the same ids (two, not three or four)."""
+    async with cluster(
+        tmp_path,
+        replicas=1,
+        agent="secure_agent",
+        serve_options=("--auth", "scale_agent:AUTH"),
+        headers={"X-API-Key": "k-alice"},
+    ) as running:
+        (a,) = running.replicas
+        task = await a.send(ask_for("book"))
+        assert status_text(task) == "How many nights?", task
+        answer = user_message("2", taskId=task["id"], contextId=task["contextId"])
+        async with a.send_stream(answer) as sender:
+            running_on = await until_running(sender, [])
+        expected = ["quote for Alice", "booked 2 nights for Alice"]
+        with anyio.fail_after(SETTLE_S):
+            # Polling another process, bounded: the second artifact is stored before the kill.
+            while len((before := await a.get(task["id"])).get("artifacts", [])) < 2:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        assert [artifact_text({"artifacts": [x]}) for x in before["artifacts"]] == expected
+        victim = next(w for w in running.workers if w.pid == running_on)
+        victim.kill()  # SIGKILL: the sweeper resumes the task on the other worker
+        assert await victim.wait() == -signal.SIGKILL
+        await running.release(task["id"])
+        final = await until_state(a, task["id"], {"TASK_STATE_COMPLETED"})
+        assert pid_of(status_text(final)) != running_on, "it ran again elsewhere"
+        assert [artifact_text({"artifacts": [x]}) for x in final["artifacts"]] == expected
+        assert [x["artifactId"] for x in final["artifacts"]] == [
+            x["artifactId"] for x in before["artifacts"]
+        ]
+
+
+async def test_another_principals_answer_reaches_the_worker_holding_the_handler(
+    tmp_path: Path,
+) -> None:
+    """A manager answers Alice's question through the replica: the answer goes to the worker
+    parked in ``ask`` through Redis, without its credential; the handler reads the recorded
+    caller of that answer (Mona), and the task stays Alice's."""
+    async with cluster(
+        tmp_path,
+        replicas=1,
+        workers=1,
+        agent="secure_agent",
+        serve_options=("--auth", "scale_agent:AUTH"),
+        headers={"X-API-Key": "k-alice"},
+    ) as running:
+        (a,) = running.replicas
+        task = await a.send(ask_for("book"))
+        assert status_text(task) == "How many nights?", task
+        async with httpx.AsyncClient(
+            trust_env=False, timeout=TIMEOUT_S, headers={"X-API-Key": "k-mona"}
+        ) as http:
+            mona = Rpc(http, a.url)
+            seen = await mona.get(task["id"])
+            assert status_text(seen) == "How many nights?" and "history" not in seen
+            answer = user_message("3", taskId=task["id"], contextId=task["contextId"])
+            answered = await mona.send(answer, returnImmediately=True)
+            assert "artifacts" not in answered and "history" not in answered
+        with anyio.fail_after(SETTLE_S):
+            # Polling another process, bounded: the answer's artifact is stored.
+            while len((now := await a.get(task["id"])).get("artifacts", [])) < 2:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        assert [artifact_text({"artifacts": [x]}) for x in now["artifacts"]] == [
+            "quote for Alice",
+            "booked 3 nights for Mona",
+        ]
+        await running.release(task["id"])
+        final = await until_state(a, task["id"], {"TASK_STATE_COMPLETED"})
+        (recorded,) = [m for m in final["history"] if m["parts"][0].get("text") == "3"]
+        assert recorded["metadata"][ANSWERED_BY] == {"principal": "mona", "scheme": "key"}
 
 
 async def test_the_sweeper_requeues_tasks_whose_job_redis_lost(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ open; a caller relies on it only where the card carries it.
 
 from __future__ import annotations
 
-__all__ = ["IDEMPOTENT_SEND_EXTENSION"]
+__all__ = ["ANSWERABLE_BY_EXTENSION", "IDEMPOTENT_SEND_EXTENSION"]
 
 IDEMPOTENT_SEND_EXTENSION = "https://peerwire.dev/extensions/idempotent-send/v1"
 """The agent answers a repeated SendMessage / SendStreamingMessage (same ``messageId``, same
@@ -14,3 +14,11 @@ caller, within the retention window its ``params.retentionSeconds`` gives) with 
 first one created, instead of creating a second, for a caller that activates it
 (``A2A-Extensions``); without it, a repeat is what A2A 1.0 makes of it (docs/DELEGATION.md,
 "Idempotent retries")."""
+
+ANSWERABLE_BY_EXTENSION = "https://peerwire.dev/extensions/answerable-by/v1"
+"""Another principal of the task's tenant holding the scopes a skill names (its
+``params.skills``: skill id -> scopes) may answer a task of that skill while it waits for input
+(INPUT_REQUIRED): it sends the answer with the task's id; GetTask shows it only the question.
+The answer recorded in the task's history carries, under this URI in its ``metadata``, who
+answered (``principal``, ``scheme``). A policy the agent's author sets, not a caller: nothing
+to activate (docs/SECURITY.md, "Answers from another principal")."""

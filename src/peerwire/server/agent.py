@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..errors import FieldViolation, InvalidParamsError
+from ..protocol.extensions import ANSWERABLE_BY_EXTENSION
 from ..types import (
     AgentCapabilities,
     AgentCard,
@@ -75,6 +76,9 @@ class Skill:
     on_cancel: Callable[[TaskContext], Awaitable[None]] | None = field(default=None)
     scopes: tuple[str, ...] = ()
     """Scopes a caller needs for this skill (enforced by the dispatcher)."""
+    answerable_by: tuple[str, ...] = ()
+    """Scopes that let a principal other than the task's owner (of the same tenant) answer
+    the skill's questions (``Agent.skill(answerable_by=...)``); empty: only the owner."""
 
     def card_entry(self, requirements: Sequence[SecurityRequirement] = ()) -> AgentSkill:
         return AgentSkill(
@@ -178,6 +182,7 @@ class Agent:
         input_modes: Sequence[str] = (),
         output_modes: Sequence[str] = (),
         scopes: Sequence[str] = (),
+        answerable_by: str | Sequence[str] = (),
     ) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
         """Declare an async function as a skill (see the module docstring for its signature).
 
@@ -185,7 +190,15 @@ class Agent:
         API key or certificate maps to); a message routed here without them is refused with
         ``PermissionDeniedError``. The card publishes them as the skill's
         ``securityRequirements``.
+
+        ``answerable_by``: a scope (or scopes, all needed) with which a principal other than
+        the task's owner, of the same tenant, may answer the skill's questions: while a task
+        of the skill is INPUT_REQUIRED, GetTask shows such a principal the question only, and
+        its message with the task's id is the answer (``ctx.caller`` is who answered; the
+        answer in the history says so). Everything else about the task stays the owner's.
+        The card lists it under ``ANSWERABLE_BY_EXTENSION`` (docs/SECURITY.md).
         """
+        answerers = _scopes_of(answerable_by, "answerable_by")
 
         def register(function: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             if not inspect.iscoroutinefunction(function):
@@ -206,6 +219,7 @@ class Agent:
                     arguments=arguments,
                     replies_with_message=replies,
                     scopes=tuple(scopes),
+                    answerable_by=answerers,
                 )
             )
             return function
@@ -222,8 +236,11 @@ class Agent:
         tags: Sequence[str] = (),
         examples: Sequence[str] = (),
         scopes: Sequence[str] = (),
+        answerable_by: str | Sequence[str] = (),
     ) -> None:
-        """Serve a skill with an executor object whose ``execute(ctx)`` drives the task."""
+        """Serve a skill with an executor object whose ``execute(ctx)`` drives the task
+        (``scopes`` and ``answerable_by`` as for ``skill``)."""
+        answerers = _scopes_of(answerable_by, "answerable_by")
         self._add(
             Skill(
                 id=id,
@@ -236,6 +253,7 @@ class Agent:
                 function=None,
                 executor=executor,
                 scopes=tuple(scopes),
+                answerable_by=answerers,
             )
         )
 
@@ -286,6 +304,12 @@ class Agent:
     def _add(self, skill: Skill) -> None:
         if skill.id in self._skills:
             raise ValueError(f"skill {skill.id!r} is declared twice")
+        if skill.answerable_by and not self.requires_authentication:
+            # Anonymous callers are all one principal: there would be no one else to answer.
+            raise ValueError(
+                f"skill {skill.id!r} sets answerable_by, but the agent requires no "
+                "authentication that could tell its answerers apart"
+            )
         self._skills[skill.id] = skill
 
     # -- using them ----------------------------------------------------------------------
@@ -341,7 +365,12 @@ class Agent:
             capabilities=AgentCapabilities(
                 streaming=self.streaming,
                 push_notifications=push_notifications,
-                extensions=[*self.extensions, *_not_declared(server_extensions, self.extensions)],
+                extensions=[
+                    *self.extensions,
+                    *_not_declared(
+                        [*server_extensions, *self._answerable_extension()], self.extensions
+                    ),
+                ],
                 extended_agent_card=extended_agent_card,
             ),
             security_schemes=self.security_schemes,
@@ -351,6 +380,29 @@ class Agent:
             skills=[s.card_entry(self.skill_requirements(s)) for s in self._skills.values()],
             icon_url=self.icon_url,
         )
+
+    @property
+    def answering_scopes(self) -> tuple[frozenset[str], ...]:
+        """Each skill's ``answerable_by`` that is not empty: a caller holding none of them
+        answers no one else's task (and the dispatcher looks for none)."""
+        return tuple(frozenset(s.answerable_by) for s in self._skills.values() if s.answerable_by)
+
+    def _answerable_extension(self) -> list[AgentExtension]:
+        """The card's entry for ``answerable_by`` (none when no skill sets it)."""
+        skills = {s.id: list(s.answerable_by) for s in self._skills.values() if s.answerable_by}
+        if not skills:
+            return []
+        return [
+            AgentExtension(
+                uri=ANSWERABLE_BY_EXTENSION,
+                description=(
+                    "While a task of one of these skills waits for input, a principal of its "
+                    "tenant holding the skill's scopes may see its question and answer it"
+                ),
+                required=False,
+                params={"skills": skills},
+            )
+        ]
 
     def skill_requirements(self, skill: Skill) -> list[SecurityRequirement]:
         """A skill's ``securityRequirements``: the card's alternatives, each asking for the
@@ -381,6 +433,15 @@ class Agent:
                 )
             )
         return scoped
+
+
+def _scopes_of(scopes: str | Sequence[str], name: str) -> tuple[str, ...]:
+    """``scopes`` as a tuple (a bare string is one scope), each a non-empty string."""
+    found = (scopes,) if isinstance(scopes, str) else tuple(scopes)
+    for scope in found:
+        if not isinstance(scope, str) or not scope:
+            raise TypeError(f"{name} takes scope names (non-empty str), not {scope!r}")
+    return found
 
 
 def _grants_scopes(scheme: SecurityScheme | None) -> bool:

@@ -10,18 +10,24 @@ from the start, and ``ask`` first returns the answers already recorded in the ta
 order, before waiting for new ones. A handler that uses ``ask`` must therefore be replay-safe:
 whatever it does before an ``ask`` may happen again. Calls to other agents made with
 ``ctx.delegate`` are (docs/DELEGATION.md): recorded by their ``key``, a replay gets them back
-instead of sending them again.
+instead of sending them again. Who sent each message is recorded with the task when it is
+accepted (``encode_caller``, ``TaskStore.save_caller``), so a replay sees the same
+``ctx.caller`` as the first run did; an artifact added without an ``artifact_id`` gets one
+derived from the task and the handler's step (``_ids.step_id``), so a replay replaces it
+instead of adding it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import msgspec
 
-from .._ids import new_id
+from .._ids import new_id, step_id
 from ..delegation import Call, Delegation, Delegations, Follow, OnFailure, Outcome, Undo
 from ..protocol import TERMINAL
 from ..security.principal import Principal
@@ -37,17 +43,20 @@ from ..types import (
     now_timestamp,
 )
 
-__all__ = ["Caller", "CallerSource", "TaskContext"]
+__all__ = ["Caller", "CallerSource", "TaskContext", "decode_caller", "encode_caller"]
+
+log = logging.getLogger("peerwire.server")
 
 
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who sent the message a handler is working on (``TaskContext.caller``).
 
-    Only the task's owner can send its messages, so ``principal.id`` is always the task's
-    ``owner`` and ``tenant`` its tenant; what may change from one message to the next is the
-    credential: its ``scopes``, the principal's ``scheme`` and ``claims``, the ``extensions``
-    the request activated.
+    Only the task's owner can send its messages, so ``principal.id`` is the task's
+    ``owner`` and ``tenant`` its tenant (an answer from another principal a skill lets answer,
+    ``Agent.skill(answerable_by=...)``, is the exception); what may change from one message to
+    the next is the credential: its ``scopes``, the principal's ``scheme`` and ``claims``, the
+    ``extensions`` the request activated.
     """
 
     principal: Principal
@@ -61,13 +70,66 @@ class Caller:
     recorded: bool = False
     """True when the message did not reach this process with its credential: an answer
     replayed from the task's history (``ask`` after a restart) or a message handed over by
-    the work queue. Then only the id and tenant are known: ``scopes`` is empty, so a check of
-    scopes fails closed."""
+    the work queue. Then the principal, scopes and extensions are those recorded with the
+    task when the message was accepted (never the credential itself); where nothing was
+    recorded (an anonymous caller, a task stored before schema version 7) only the id and
+    tenant are known: ``scopes`` is empty, so a check of scopes fails closed."""
 
     @property
     def id(self) -> str:
         """The principal's id: the owner of the task (``""``: anonymous)."""
         return self.principal.id
+
+
+class _RecordedCaller(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=False):
+    """A caller as recorded with its task (``TaskStore.save_caller``): what ``Caller`` holds
+    but the tenant (the task's own)."""
+
+    id: str
+    scheme: str = ""
+    scopes: list[str] = []
+    claims: dict[str, Any] = {}
+    granted: list[str] = []
+    extensions: list[str] = []
+
+
+_CALLER_ENCODER = msgspec.json.Encoder(enc_hook=str)  # a claim of another type: its text
+_CALLER_DECODER = msgspec.json.Decoder(_RecordedCaller)
+
+
+def encode_caller(source: CallerSource) -> bytes | None:
+    """What to record of the caller of an accepted message, or ``None`` when there is nothing
+    beyond the task's owner to record (an anonymous caller that activated no extension: a
+    replay knows as much without a record)."""
+    principal = source.principal
+    if principal is None and not source.extensions and not source.scopes:
+        return None
+    if principal is None:
+        principal = Principal(id=source.owner)
+    return _CALLER_ENCODER.encode(
+        _RecordedCaller(
+            id=principal.id,
+            scheme=principal.scheme,
+            scopes=sorted(principal.scopes),
+            claims=dict(principal.claims),
+            granted=sorted(source.scopes),
+            extensions=list(source.extensions),
+        )
+    )
+
+
+def decode_caller(body: bytes, tenant: str) -> Caller:
+    """The ``Caller`` ``encode_caller`` recorded, for a message of a task of ``tenant``."""
+    found = _CALLER_DECODER.decode(body)
+    principal = Principal(
+        id=found.id,
+        scheme=found.scheme,
+        scopes=frozenset(found.scopes),
+        claims=MappingProxyType(found.claims),
+    )
+    return Caller(
+        principal, frozenset(found.granted), tenant, tuple(found.extensions), recorded=True
+    )
 
 
 class CallerSource(Protocol):
@@ -107,6 +169,8 @@ class _Driver(Protocol):
     def delegations_for(self, ctx: TaskContext) -> Delegations: ...
 
     async def emit_final(self, ctx: TaskContext, event: TaskStatusUpdateEvent) -> None: ...
+
+    async def recorded_callers(self, ctx: TaskContext) -> Mapping[str, bytes]: ...
 
 
 PartsLike = str | dict[str, Any] | list[Any] | Part | Sequence[Part]
@@ -153,7 +217,13 @@ class TaskContext:
         # Replaying, the handler starts again at the first message, whose caller is not known
         # here; the latest message's (the last recorded answer) comes with the last answer.
         self._source = None if self._recorded else caller
+        # The message being handled (its recorded caller applies when its source is unknown).
+        self._current = message.message_id
+        # The callers recorded with the task, by message id (``recall``); None: not read.
+        self._callers: dict[str, Caller] | None = None
         self._caller: Caller | None = None
+        # Artifacts added without an id so far: the next one's step (``step_id``).
+        self._artifact_steps = 0
 
     @property
     def caller(self) -> Caller:
@@ -166,11 +236,37 @@ class TaskContext:
         return caller
 
     def _caller_of(self, source: CallerSource | None) -> Caller:
-        if source is None:
-            return Caller(Principal(id=self.owner), frozenset(), self.tenant, recorded=True)
-        return caller_of(source, self.tenant)
+        if source is not None:
+            return caller_of(source, self.tenant)
+        recorded = None if self._callers is None else self._callers.get(self._current)
+        if recorded is not None:
+            return recorded
+        return Caller(Principal(id=self.owner), frozenset(), self.tenant, recorded=True)
 
-    def _answered_by(self, source: CallerSource | None) -> None:
+    @property
+    def needs_recorded_callers(self) -> bool:
+        """Whether the message being handled came without its caller (a replay, a job from
+        the work queue) and the recorded callers were not read yet."""
+        return self._source is None and (
+            self._callers is None or self._current not in self._callers
+        )
+
+    async def recall(self) -> None:
+        """Read the callers recorded with the task (the runner does before the handler runs
+        again, and ``ask`` for an answer handed over without its caller). A store that cannot
+        answer now leaves them unknown: ``caller`` then fails closed (no scopes)."""
+        try:
+            found = await self._driver.recorded_callers(self)
+        except Exception as exc:  # the store away: the handler runs, its scopes fail closed
+            log.warning("task %s: the recorded callers could not be read: %s", self.task_id, exc)
+            return
+        self._callers = {
+            message_id: decode_caller(body, self.tenant) for message_id, body in found.items()
+        }
+        self._caller = None
+
+    def _answered_by(self, message: Message, source: CallerSource | None) -> None:
+        self._current = message.message_id
         self._source = source
         self._caller = None
 
@@ -211,7 +307,7 @@ class TaskContext:
         """Ask the caller and wait for the answer (see the module docstring on replay)."""
         if self._recorded:
             answer = self._recorded.pop(0)
-            self._answered_by(None if self._recorded else self._latest_source)
+            self._answered_by(answer, None if self._recorded else self._latest_source)
             return answer
         # A message that arrived while the handler was busy is the answer: the caller has
         # already said more, so the task does not stop to ask.
@@ -223,7 +319,9 @@ class TaskContext:
             self.state = TaskState.WORKING
         answer, source = queued
         self.latest_message = answer
-        self._answered_by(source)
+        self._answered_by(answer, source)
+        if self.needs_recorded_callers:
+            await self.recall()  # handed over by the work queue: its caller is in the store
         return answer
 
     # -- delegation -------------------------------------------------------------------------
@@ -290,9 +388,16 @@ class TaskContext:
         last_chunk: bool = False,
         metadata: dict[str, Any] | None = None,
     ) -> str:
-        """Add an artifact, or with ``append`` a chunk of one; returns the artifact id."""
+        """Add an artifact, or with ``append`` a chunk of one; returns the artifact id.
+
+        Without ``artifact_id``, the id is derived from the task and the handler's step (the
+        how-many-th artifact without an id this run adds): a handler run again (the replay
+        rule) adds it under the same id, which replaces it instead of adding another."""
+        if not artifact_id:
+            artifact_id = step_id(self.task_id, "artifact", self._artifact_steps)
+            self._artifact_steps += 1
         artifact = Artifact(
-            artifact_id=artifact_id or new_id(),
+            artifact_id=artifact_id,
             name=name,
             description=description,
             parts=to_parts(parts),

@@ -54,7 +54,7 @@ from ..protocol import (
     list_query,
     resolve_continuation,
 )
-from ..protocol.extensions import IDEMPOTENT_SEND_EXTENSION
+from ..protocol.extensions import ANSWERABLE_BY_EXTENSION, IDEMPOTENT_SEND_EXTENSION
 from ..security.principal import Principal
 from ..types import (
     AgentCard,
@@ -85,7 +85,7 @@ from ..types import (
 from .agent import Agent, Skill
 from .bus import BusEvent, EventBus, Subscription
 from .catch_up import GapFilling
-from .context import caller_of
+from .context import caller_of, encode_caller
 from .idempotency import MessageLedger, check_message_id, holds_message
 from .push_configs import PushConfigPolicy
 from .runner import Runner
@@ -191,6 +191,8 @@ class Dispatcher:
         started = await self._start(request, call, push, streaming=False, blocking=blocking)
         if isinstance(started, Message):
             return SendMessageResponse(message=started)
+        if isinstance(started, _Answered):
+            return SendMessageResponse(task=started.view)
         task_id, waiting, seen, created = started
         if not isinstance(waiting, Subscription):
             await waiting  # the runner's word that the task settled (``Runner.launch_watched``)
@@ -229,6 +231,8 @@ class Dispatcher:
         started = await self._start(request, call, push, streaming=True, blocking=False)
         if isinstance(started, Message):
             return TaskStream(StreamResponse(message=started))
+        if isinstance(started, _Answered):
+            return TaskStream(StreamResponse(task=started.view))
         task_id, subscription, version, task = started
         if not isinstance(subscription, Subscription):
             # A repeated message whose task is at a closing state: its snapshot is all.
@@ -328,7 +332,7 @@ class Dispatcher:
         *,
         streaming: bool,
         blocking: bool,
-    ) -> Message | tuple[str, Subscription | asyncio.Future[None], int, Task | None]:
+    ) -> Message | _Answered | tuple[str, Subscription | asyncio.Future[None], int, Task | None]:
         """Create or continue the task and start its handler, with a subscription opened first.
 
         ``push`` (an accepted inline config) is registered before the handler can emit.
@@ -336,13 +340,20 @@ class Dispatcher:
         the subscription's events follow ``version``, which ``task`` (for a stream, the task at
         creation; ``None`` for a continued task or a blocking send) is at. A ``blocking`` send
         of a new task whose every event the runner sees gets, instead of a subscription, the
-        runner's future that is done once the task settles.
+        runner's future that is done once the task settles. An answer from a principal the
+        task's skill lets answer (``answerable_by``) is ``_Answered``: what that one may see.
         """
-        message = request.message
+        message = _unmarked(request.message)
         existing = None
         record: TaskRecord | None = None
         if message.task_id:
             record = await self.store.load(message.task_id, tenant=request.tenant, owner=call.owner)
+            if record is None:
+                answerable = await self._answerable(message.task_id, request.tenant, call)
+                if answerable is not None:
+                    return await self._answer(
+                        *answerable, message, request.tenant, call, push, blocking=blocking
+                    )
             existing = None if record is None else (record.context_id, record.state)
             if (
                 record is not None
@@ -394,6 +405,7 @@ class Dispatcher:
                 return await self._repeat(held, request, call, streaming, blocking)
         if self.metrics is not None:
             self.metrics.tasks_created.inc()
+        await self._record_caller(task_id, first, call)
         if push is not None:
             await self._register_push_config(push, task_id, call)
         if blocking and self.runner.sees_every_event:
@@ -483,6 +495,9 @@ class Dispatcher:
         _check_scopes(skill, call)
         if push is not None:
             await self._register_push_config(push, task_id, call)
+        # Before the message is recorded: whoever runs the handler on it (a worker, a
+        # restart) finds its caller.
+        await self._record_caller(task_id, follow_up, call)
         subscription = self.bus.subscribe(task_id)
         try:
             await self.runner.continue_task(
@@ -501,6 +516,106 @@ class Dispatcher:
             subscription.close()
             raise
         return task_id, subscription, seen, None
+
+    # -- answers from another principal (Skill.answerable_by) --------------------------------
+
+    async def _answerable(
+        self, task_id: str, tenant: str, call: CallContext
+    ) -> tuple[TaskRecord, str, Skill] | None:
+        """The task, its owner and skill, when ``call`` may answer it for its owner: the task
+        is the tenant's, waits for input (INPUT_REQUIRED), and its skill's ``answerable_by``
+        scopes were all granted to the caller. ``None`` otherwise, as for a missing task. A
+        caller granted none of the agent's answering scopes costs no read at all: its
+        not-found takes the owner's path only (docs/SECURITY.md)."""
+        if call.principal is None or not any(
+            needed <= call.scopes for needed in self.agent.answering_scopes
+        ):
+            return None
+        owner = await self.store.owner_of(task_id, tenant=tenant)
+        if owner is None or owner == call.owner:
+            return None
+        record = await self.store.load(task_id, tenant=tenant, owner=owner)
+        if record is None or record.state is not TaskState.INPUT_REQUIRED:
+            return None
+        first = next((m for m in record.history if m.role is Role.USER), None)
+        try:
+            skill = None if first is None else self.agent.route(first)
+        except A2AError:  # the agent changed since the task was accepted
+            return None
+        if skill is None or not skill.answerable_by or not set(skill.answerable_by) <= call.scopes:
+            return None
+        return record, owner, skill
+
+    async def _answer(
+        self,
+        record: TaskRecord,
+        owner: str,
+        skill: Skill,
+        message: Message,
+        tenant: str,
+        call: CallContext,
+        push: TaskPushNotificationConfig | None,
+        *,
+        blocking: bool,
+    ) -> _Answered:
+        """Record ``call``'s answer to the question of ``owner``'s task, marked with who
+        answered, and hand it to the handler as the owner's would be. The answerer gets the
+        task as it may see it (``_answerer_view``): a blocking send once the task settled
+        (terminal or interrupted, as for any blocking send), else at once."""
+        if push is not None:
+            raise InvalidParamsError(
+                "An answer on behalf of the task's owner cannot register a push notification "
+                "config: the task's notifications are its owner's",
+                field_violations=(
+                    FieldViolation(
+                        field="configuration.taskPushNotificationConfig",
+                        description="not allowed when answering another principal's task",
+                    ),
+                ),
+            )
+        decision = resolve_continuation(message, (record.context_id, record.state))
+        assert isinstance(decision, Continue)  # INPUT_REQUIRED: a message continues it
+        principal = call.principal
+        assert principal is not None  # ``_answerable`` found one
+        mark = {"principal": principal.id, "scheme": principal.scheme}
+        answer = msgspec.structs.replace(
+            message,
+            context_id=decision.context_id,
+            metadata={**(message.metadata or {}), ANSWERABLE_BY_EXTENSION: mark},
+        )
+        history = [m for m in record.history if m.role is Role.USER]
+        await self._record_caller(record.id, answer, call)
+        with self.bus.subscribe(record.id) as subscription:
+            await self.runner.continue_task(
+                skill,
+                task_id=record.id,
+                context_id=decision.context_id,
+                follow_up=answer,
+                earlier=history,
+                tenant=tenant,
+                owner=owner,
+                version=record.version,
+                state=record.state,
+                caller=call,
+            )
+            if blocking:
+                await _wait_until_settled(subscription, record.version)
+        log.info(
+            "task %s: the question of skill %r answered by %r for its owner %r",
+            record.id,
+            skill.id,
+            principal.id,
+            owner,
+        )
+        now = await self.store.load(record.id, tenant=tenant, owner=owner)
+        return _Answered(_answerer_view(record if now is None else now))
+
+    async def _record_caller(self, task_id: str, message: Message, call: CallContext) -> None:
+        """Record who sent ``message`` with its task: a handler run again on it (a restart,
+        another worker) sees the same ``ctx.caller``. An anonymous caller needs no record."""
+        body = encode_caller(call)
+        if body is not None:
+            await self.store.save_caller(task_id, message.message_id, body)
 
     async def _reply(self, skill: Skill, message: Message, context_id: str) -> Message:
         """Run a message skill inline: it answers directly and creates no task."""
@@ -549,7 +664,10 @@ class Dispatcher:
             request.id, tenant=request.tenant, owner=call.owner
         )
         if task is None:
-            raise _task_not_found(request.id)
+            answerable = await self._answerable(request.id, request.tenant, call)
+            if answerable is None:
+                raise _task_not_found(request.id)
+            return _answerer_view(answerable[0])
         return task
 
     async def list_tasks(
@@ -737,6 +855,33 @@ class Dispatcher:
         if task is None:
             raise _task_not_found(task_id)
         return task
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    """A send answered on behalf of a task's owner (``Dispatcher._answer``): its answer."""
+
+    view: Task
+
+
+def _answerer_view(record: TaskRecord) -> Task:
+    """What a principal answering another's task sees of it: its ids and its status, with
+    the status message (the question) only while the task waits for input. Never its
+    history, artifacts or metadata: they stay the owner's."""
+    status = record.status
+    if status.state is not TaskState.INPUT_REQUIRED and status.message is not None:
+        status = msgspec.structs.replace(status, message=None)
+    return Task(id=record.id, context_id=record.context_id, status=status)
+
+
+def _unmarked(message: Message) -> Message:
+    """``message`` without the mark of an answer from another principal, which only the
+    server sets (``Dispatcher._answer``): no caller can claim someone else answered."""
+    metadata = message.metadata
+    if metadata is None or ANSWERABLE_BY_EXTENSION not in metadata:
+        return message
+    kept = {key: value for key, value in metadata.items() if key != ANSWERABLE_BY_EXTENSION}
+    return msgspec.structs.replace(message, metadata=kept or None)
 
 
 def _task_not_found(task_id: str) -> TaskNotFoundError:

@@ -23,7 +23,7 @@ import contextvars
 import logging
 import types
 from collections import deque
-from collections.abc import Callable, Coroutine, Generator, Sequence
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from typing import Any, NoReturn, Protocol
 
 from .._ids import new_id
@@ -381,6 +381,10 @@ class Runner:
     async def _parent_state(self, tenant: str, task_id: str) -> TaskState | None:
         record = await self.store.load(task_id, tenant=tenant)
         return None if record is None else record.state
+
+    async def recorded_callers(self, ctx: TaskContext) -> Mapping[str, bytes]:
+        """``ctx.recall``: the callers recorded with the task's messages."""
+        return await self.store.load_callers(ctx.task_id)
 
     def delegations_for(self, ctx: TaskContext) -> Delegations:
         """``ctx.delegations``: the task's delegations in the ledger."""
@@ -1191,6 +1195,10 @@ class Runner:
     async def _call(self, live: _Live) -> tuple[TaskState, str | None] | None:
         """Run the handler; what to record when it returns normally (None: nothing)."""
         ctx, skill = live.ctx, live.skill
+        if ctx.needs_recorded_callers:
+            # Run again (a restart, another worker) or from the work queue: the callers of
+            # its messages are read back, so ``ctx.caller`` is who sent each, as the first time.
+            await ctx.recall()
         if skill.executor is not None:
             await skill.executor.execute(ctx)
             return _leftover(ctx)

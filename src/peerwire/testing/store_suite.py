@@ -26,8 +26,10 @@ one is recorded), the events after a version (``events_after``), ListTasks
 filters/ordering/paging, scoping by tenant and owner (loads and snapshots), restart recovery
 (``unfinished``), retention, message-id claims (``create_once``: one task per repeated
 message id, scoped, race-free, expiring, swept in bounded steps, removed with their task),
-push-config storage and the push outbox (rows written with the events, claimed in order one
-per config, leased, retried, failed, delivered, dropped with their config).
+callers recorded per message (``save_caller``: replaced, refused for a missing task, removed
+with their task), push-config storage and the push outbox (rows written with the events,
+claimed in order one per config, leased, retried, failed, delivered, dropped with their
+config).
 """
 
 from __future__ import annotations
@@ -701,6 +703,52 @@ class StoreSuite:
         _, _, total = await store.list_tasks(_query(), tenant="", owner=None)
         assert total == 3
         assert await store.delete_terminal_before(sort_key(timestamp(20))) == 0
+
+    # -- recorded callers (save_caller, load_callers) ----------------------------------------------
+
+    async def test_callers_are_recorded_per_message_and_replaced(self, store: TaskStore) -> None:
+        record, other = new_record(), new_record()
+        for created in (record, other):
+            await store.create(created, tenant="t", owner="alice")
+        assert await store.load_callers(record.id) == {}, "nothing recorded yet"
+        await store.save_caller(record.id, "m-1", b'{"id":"alice"}')
+        await store.save_caller(record.id, "m-2", b'{"id":"bob"}')
+        await store.save_caller(record.id, "m-2", b'{"id":"carol"}')
+        await store.save_caller(other.id, "m-1", b'{"id":"dave"}')
+        assert await store.load_callers(record.id) == {
+            "m-1": b'{"id":"alice"}',
+            "m-2": b'{"id":"carol"}',
+        }, "one record per message id, the latest kept; other tasks' records apart"
+        assert await store.load_callers(other.id) == {"m-1": b'{"id":"dave"}'}
+        assert await store.load_callers("no-such-task") == {}
+
+    async def test_the_owner_of_a_task_is_known_within_its_tenant(self, store: TaskStore) -> None:
+        record, done = new_record(), new_record()
+        await store.create(record, tenant="t", owner="alice")
+        await store.create(done, tenant="t", owner="bob")
+        await store.append(done.id, [status_event(done, S.COMPLETED, at=10)])
+        assert await store.owner_of(record.id, tenant="t") == "alice"
+        assert await store.owner_of(record.id, tenant="u") is None, "another tenant's"
+        assert await store.owner_of("no-such-task", tenant="t") is None
+        finished = await store.owner_of(done.id, tenant="t")
+        assert finished in ("bob", None), "a finished task's owner, where the store keeps it"
+
+    async def test_a_caller_of_a_missing_task_is_refused(self, store: TaskStore) -> None:
+        with pytest.raises(TaskNotFoundError):
+            await store.save_caller("no-such-task", "m-1", b"{}")
+        assert await store.load_callers("no-such-task") == {}
+
+    async def test_retention_removes_the_callers_of_the_tasks_it_removes(
+        self, store: TaskStore
+    ) -> None:
+        done, kept = new_record(), new_record()
+        for record in (done, kept):
+            await store.create(record, tenant="", owner="")
+            await store.save_caller(record.id, "m-1", b'{"id":"alice"}')
+        await store.append(done.id, [status_event(done, S.COMPLETED, at=10)])
+        assert await store.delete_terminal_before(sort_key(timestamp(20))) == 1
+        assert await store.load_callers(done.id) == {}
+        assert await store.load_callers(kept.id) == {"m-1": b'{"id":"alice"}'}
 
     # -- message ids (create_once) -----------------------------------------------------------------
 

@@ -18,7 +18,8 @@ from peerwire.types import TaskPushNotificationConfig
 from .._services import PG_DSN, fresh_schema
 
 BEFORE = 5  # the schema version before push configs had a protocol version
-_DROP = "ALTER TABLE push_configs DROP COLUMN protocol_version"
+# What versions 6 and later added, undone (version 7: the recorded callers).
+_DROPS = ("ALTER TABLE push_configs DROP COLUMN protocol_version", "DROP TABLE task_callers")
 _OLD_CONFIG = "INSERT INTO push_configs (task_id, id, seq, body) VALUES (?, ?, 1, ?)"
 
 
@@ -47,7 +48,8 @@ async def test_a_version_5_sqlite_file_gains_push_config_versions(tmp_path: Path
         await store.close()
     connection = sqlite3.connect(path, isolation_level=None)
     try:  # the file as version 5 left it: no protocol_version column, a config in it
-        connection.execute(_DROP)
+        for drop in _DROPS:
+            connection.execute(drop)
         body = encode_push_config(_config(record.id, "old"))
         connection.execute(_OLD_CONFIG, (record.id, "old", body))
         connection.execute("UPDATE schema_version SET version = ?", (BEFORE,))
@@ -80,7 +82,8 @@ async def test_a_version_5_postgresql_schema_gains_push_config_versions() -> Non
         connection = await asyncpg.connect(PG_DSN)
         try:  # the schema as version 5 left it
             await connection.execute(f"SET search_path TO {schema}")
-            await connection.execute(_DROP)
+            for drop in _DROPS:
+                await connection.execute(drop)
             body = encode_push_config(_config(record.id, "old"))
             await connection.execute(numbered(_OLD_CONFIG), record.id, "old", body)
             await connection.execute(f"UPDATE schema_version SET version = {BEFORE}")

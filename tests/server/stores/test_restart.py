@@ -52,10 +52,16 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def serve(
-    target: str, *, cwd: Path, markers: Path, store: str | None = None
+    target: str,
+    *,
+    cwd: Path,
+    markers: Path,
+    store: str | None = None,
+    agents: str = AGENTS,
+    options: tuple[str, ...] = (),
 ) -> AsyncIterator[Served]:
     port = _free_port()
-    arguments = ["serve", f"{AGENTS}:{target}", "--port", str(port)]
+    arguments = ["serve", f"{agents}:{target}", "--port", str(port), *options]
     if store is not None:
         arguments += ["--store", store]
     env = {

@@ -20,6 +20,7 @@ outbox)::
     message_ids(tenant, owner, message_id, task_id, expires_at)
                                                   PK (tenant, owner, message_id) (version 4,
                                                   indexed by task_id from version 5)
+    task_callers(task_id, message_id, body)       PK (task_id, message_id) (version 7)
     schema_version(version)
 
 ``snapshot`` is the ProtoJSON ``Task`` folded up to ``snapshot_version``; the task is that
@@ -57,13 +58,16 @@ __all__ = [
     "MARK_OUTBOX_RETRY",
     "MIGRATIONS",
     "OUTBOX_COLUMNS",
+    "SAVE_CALLER",
     "SCHEMA_VERSION",
+    "SELECT_CALLERS",
     "SELECT_DUE_OUTBOX",
     "SELECT_EVENTS",
     "SELECT_EVENTS_AFTER",
     "SELECT_MESSAGE_TASK",
     "SELECT_OUTBOX",
     "SELECT_OUTBOX_ROW",
+    "SELECT_OWNER",
     "SELECT_PUSH_CONFIG_IDS",
     "SELECT_TAIL",
     "SELECT_TASK",
@@ -164,6 +168,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # that version's form (a 0.3 receiver expects a bare 0.3 Task). Earlier rows are 1.0.
         "ALTER TABLE push_configs ADD COLUMN protocol_version TEXT NOT NULL DEFAULT '1.0'",
     ),
+    (
+        # Who sent each message of a task (server.context.encode_caller): what a handler run
+        # again after a restart, or on another worker, sees as ``ctx.caller``.
+        """CREATE TABLE task_callers (
+            task_id TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            body {blob} NOT NULL,
+            PRIMARY KEY (task_id, message_id)
+        )""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -188,6 +202,7 @@ INSERT_TASK = (
     "snapshot_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
 )
 SELECT_TASK_VERSION = "SELECT version FROM tasks WHERE id = ?"
+SELECT_OWNER = "SELECT owner FROM tasks WHERE id = ? AND tenant = ?"
 TASK_EXISTS = "SELECT 1 FROM tasks WHERE id = ?"
 SELECT_TASK = (
     "SELECT context_id, tenant, owner, version, snapshot, snapshot_version FROM tasks WHERE id = ?"
@@ -221,6 +236,13 @@ UPSERT_PUSH_CONFIG = (
     "ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body, "
     "protocol_version = excluded.protocol_version"
 )
+# Parameters: task id, message id, body, task id. Nothing is written for a missing task.
+SAVE_CALLER = (
+    "INSERT INTO task_callers (task_id, message_id, body) SELECT ?, ?, ? "
+    "WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?) "
+    "ON CONFLICT (task_id, message_id) DO UPDATE SET body = excluded.body"
+)
+SELECT_CALLERS = "SELECT message_id, body FROM task_callers WHERE task_id = ?"
 GET_PUSH_CONFIG = "SELECT body FROM push_configs WHERE task_id = ? AND id = ?"
 # What the deliverer needs to send to a config: it, its version, and its task's tenant.
 GET_PUSH_TARGET = (
@@ -338,7 +360,7 @@ def select_events_of(count: int) -> str:
 
 def delete_terminal_before() -> tuple[str, ...]:
     """Remove terminal tasks with a status key below the parameter, with their rows elsewhere
-    (events, push configs and outbox rows, message-id claims).
+    (events, push configs and outbox rows, message-id claims, recorded callers).
 
     Each statement takes the cut-off key as its only parameter; the last removes the tasks.
     """
@@ -348,6 +370,7 @@ def delete_terminal_before() -> tuple[str, ...]:
         f"DELETE FROM push_configs WHERE task_id IN ({doomed})",
         f"DELETE FROM push_outbox WHERE task_id IN ({doomed})",
         f"DELETE FROM message_ids WHERE task_id IN ({doomed})",
+        f"DELETE FROM task_callers WHERE task_id IN ({doomed})",
         f"DELETE FROM tasks WHERE state IN {_TERMINAL_IN} AND status_key < ?",
     )
 

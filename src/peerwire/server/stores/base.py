@@ -216,6 +216,16 @@ class TaskStore(abc.ABC):
         the task up, not before it from a cache.
         """
 
+    async def owner_of(self, task_id: str, *, tenant: str) -> str | None:
+        """The owner of the task, or ``None`` if ``tenant`` has no such task (internal use:
+        who an answer from another principal is given on behalf of, ``Agent.skill
+        (answerable_by=...)``). The default looks among the unfinished tasks (the only ones
+        it is asked about); the stores here read it directly."""
+        for info in await self.unfinished():
+            if info.task_id == task_id and info.tenant == tenant:
+                return info.owner
+        return None
+
     async def load_many(self, tasks: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
         """``load(task_id, tenant=tenant)`` (no owner check: internal use) of each
         ``(task_id, tenant)``, in order: what a worker taking several jobs at once reads.
@@ -297,6 +307,20 @@ class TaskStore(abc.ABC):
         Their events, push configs, outbox rows and message-id claims go with them. Returns
         how many tasks were removed. ``retention_cutoff`` turns a maximum age into such a key.
         """
+
+    # Who sent each of a task's messages (``server.context.encode_caller``): what a handler run
+    # again sees as ``ctx.caller``. Kept with the task, and removed with it by retention.
+
+    @abc.abstractmethod
+    async def save_caller(self, task_id: str, message_id: str, caller: bytes) -> None:
+        """Record ``caller`` (opaque bytes) as the sender of the task's message ``message_id``,
+        replacing what was recorded for it. Raises ``TaskNotFoundError`` if the task does not
+        exist. Not scoped: its callers found the task visible first."""
+
+    @abc.abstractmethod
+    async def load_callers(self, task_id: str) -> dict[str, bytes]:
+        """What ``save_caller`` recorded for the task, by message id (empty: nothing, or no
+        such task)."""
 
     # Push-notification configs live with their task (and go when retention removes it).
     # Callers check that the task is visible to the caller first; these do not scope.

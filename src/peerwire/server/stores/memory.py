@@ -205,6 +205,8 @@ class MemoryTaskStore(TaskStore):
         # at most that much early.
         self._message_ids: dict[str, str] = {}
         self._claim_batches: deque[list[float]] = deque()
+        # The callers recorded per task (``save_caller``): task id -> message id -> body.
+        self._callers: dict[str, dict[str, bytes]] = {}
 
     async def open(self) -> None:
         return None
@@ -291,6 +293,13 @@ class MemoryTaskStore(TaskStore):
             return stored.record  # the common case first, without a call (``_visible``)
         found = _compacted_if_visible(stored, tenant, owner)
         return None if found is None else _unpack(found).record()
+
+    async def owner_of(self, task_id: str, *, tenant: str) -> str | None:
+        stored = self._tasks.get(task_id)
+        if stored is None:
+            return None
+        header = stored if isinstance(stored, _Entry) else _unpack_header(stored)
+        return header.owner if header.tenant == tenant else None
 
     async def load_snapshot(
         self, task_id: str, *, tenant: str, owner: str | None, history_length: int | None
@@ -455,6 +464,7 @@ class MemoryTaskStore(TaskStore):
         ]
         for task_id in doomed:
             del self._tasks[task_id]
+            self._callers.pop(task_id, None)
             for config_id in self._push.pop(task_id, {}):
                 self._push_versions.pop((task_id, config_id), None)
         gone = set(doomed)
@@ -478,6 +488,14 @@ class MemoryTaskStore(TaskStore):
             if left:
                 batches.append([expires_at, left])
         self._message_ids, self._claim_batches = kept, batches
+
+    async def save_caller(self, task_id: str, message_id: str, caller: bytes) -> None:
+        if task_id not in self._tasks:
+            raise TaskNotFoundError(f"Task {task_id} was not found", metadata={"taskId": task_id})
+        self._callers.setdefault(task_id, {})[message_id] = caller
+
+    async def load_callers(self, task_id: str) -> dict[str, bytes]:
+        return dict(self._callers.get(task_id, {}))
 
     async def save_push_config(
         self, config: TaskPushNotificationConfig, *, protocol_version: str = PROTOCOL_VERSION

@@ -231,6 +231,9 @@ _SELECT_TASK_VERSION = _sql.numbered(_sql.SELECT_TASK_VERSION)
 _TASK_EXISTS = _sql.numbered(_sql.TASK_EXISTS)
 _SELECT_UNFINISHED = _sql.numbered(_sql.SELECT_UNFINISHED)
 _UPSERT_PUSH_CONFIG = _sql.numbered(_sql.UPSERT_PUSH_CONFIG)
+_SAVE_CALLER = _sql.numbered(_sql.SAVE_CALLER)
+_SELECT_OWNER = _sql.numbered(_sql.SELECT_OWNER)
+_SELECT_CALLERS = _sql.numbered(_sql.SELECT_CALLERS)
 _GET_PUSH_CONFIG = _sql.numbered(_sql.GET_PUSH_CONFIG)
 _GET_PUSH_TARGET = _sql.numbered(_sql.GET_PUSH_TARGET)
 _LIST_PUSH_CONFIGS = _sql.numbered(_sql.LIST_PUSH_CONFIGS)
@@ -895,6 +898,22 @@ class PostgresTaskStore(TaskStore):
         await self._delete_terminal_before(retention_cutoff(self.retain_finished), unless_busy=True)
 
     # -- push configs -----------------------------------------------------------------------
+
+    async def owner_of(self, task_id: str, *, tenant: str) -> str | None:
+        async with self._connection() as connection:
+            owner = await connection.fetchval(_SELECT_OWNER, task_id, tenant)
+        return None if owner is None else str(owner)
+
+    async def save_caller(self, task_id: str, message_id: str, caller: bytes) -> None:
+        async with self._connection() as connection:
+            status = await connection.execute(_SAVE_CALLER, task_id, message_id, caller, task_id)
+        if status.endswith(" 0"):  # "INSERT 0 <rows>": no row, no such task
+            raise _not_found(task_id)
+
+    async def load_callers(self, task_id: str) -> dict[str, bytes]:
+        async with self._connection() as connection:
+            rows = await connection.fetch(_SELECT_CALLERS, task_id)
+        return {row[0]: bytes(row[1]) for row in rows}
 
     async def save_push_config(
         self, config: TaskPushNotificationConfig, *, protocol_version: str = PROTOCOL_VERSION

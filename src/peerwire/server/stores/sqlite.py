@@ -494,6 +494,28 @@ class SQLiteTaskStore(TaskStore):
         sweep = self._submit(*self._deletion(retention_cutoff(self.retain_finished)))
         sweep.add_done_callback(_log_sweep)
 
+    async def owner_of(self, task_id: str, *, tenant: str) -> str | None:
+        row = await self._read(
+            lambda connection: connection.execute(_sql.SELECT_OWNER, (task_id, tenant)).fetchone()
+        )
+        return None if row is None else str(row[0])
+
+    # -- recorded callers ---------------------------------------------------------------------
+
+    async def save_caller(self, task_id: str, message_id: str, caller: bytes) -> None:
+        def save(connection: sqlite3.Connection) -> None:
+            params = (task_id, message_id, caller, task_id)
+            if connection.execute(_sql.SAVE_CALLER, params).rowcount == 0:
+                raise _not_found(task_id)
+
+        await self._write(save)
+
+    async def load_callers(self, task_id: str) -> dict[str, bytes]:
+        rows = await self._read(
+            lambda connection: connection.execute(_sql.SELECT_CALLERS, (task_id,)).fetchall()
+        )
+        return {message_id: bytes(body) for message_id, body in rows}
+
     # -- push configs -------------------------------------------------------------------------
 
     async def save_push_config(
