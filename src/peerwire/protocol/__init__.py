@@ -10,6 +10,7 @@ subscription to a finished task (``subscription``).
 from .continuation import Continue, NewTask, no_longer_waiting, resolve_continuation
 from .fold import Event, TaskRecord, fold_events
 from .history import check_history_length, trim_history
+from .media import covers, part_media_type, uncovered_parts
 from .negotiation import (
     PROTOCOL_VERSION,
     active_extensions,
@@ -51,6 +52,7 @@ __all__ = [
     "check_transition",
     "check_version",
     "closes_stream",
+    "covers",
     "ends_blocking_wait",
     "finished_task_refusal",
     "fold_events",
@@ -62,8 +64,10 @@ __all__ = [
     "negotiate_extensions",
     "no_longer_waiting",
     "parse_extensions",
+    "part_media_type",
     "resolve_continuation",
     "select_page",
     "sort_key",
     "trim_history",
+    "uncovered_parts",
 ]

@@ -369,6 +369,7 @@ class Dispatcher:
         skill = self.agent.route(message)
         if skill.scopes:
             _check_scopes(skill, call)
+        self.agent.check_input_modes(skill, message)
         if skill.replies_with_message:
             # A direct reply creates no task: there is nothing to push about.
             return await self._reply(skill, message, decision.context_id)
@@ -493,6 +494,7 @@ class Dispatcher:
         # reached AUTH_REQUIRED) authorize nothing later (A2A spec §7.6, in-task authorization).
         skill = self.agent.route(history[0]) if history else self.agent.route(follow_up)
         _check_scopes(skill, call)
+        self.agent.check_input_modes(skill, follow_up)
         if push is not None:
             await self._register_push_config(push, task_id, call)
         # Before the message is recorded: whoever runs the handler on it (a worker, a
