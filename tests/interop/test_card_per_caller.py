@@ -5,7 +5,8 @@ What they send for the card (measured, and checked here on every run): a2a-sdk 1
 ``A2A-Version: 1.0``, @a2a-js/sdk 0.3 sends none; all four GET /.well-known/agent-card.json.
 So the 1.0 card goes to a caller naming 1.x, and the dual card, which all three others read
 (a2a-sdk 1.x reads its 1.0 members and talks 1.0), to the rest (docs/COMPATIBILITY.md, "The
-card"). Each form's signature holds for the SDK that verifies cards, a2a-sdk 1.x.
+card"). Each form's signature holds for the SDKs' verifiers of the form they get: a2a-sdk
+1.x's (either form), @a2a-js 1.x's (the 1.0 card).
 """
 
 from __future__ import annotations
@@ -78,9 +79,9 @@ async def peerwire() -> AsyncIterator[Peerwire]:
         yield Peerwire(url, wrapped[0])
 
 
-def js1_client(url: str, binding: str, scenario: str) -> list[dict[str, Any]]:
+def js1_client(url: str, binding: str, scenario: str, *extra: str) -> list[dict[str, Any]]:
     done = subprocess.run(
-        [node(), "client.js", "--url", url, "--binding", binding, "--scenario", scenario],
+        [node(), "client.js", "--url", url, "--binding", binding, "--scenario", scenario, *extra],
         cwd=js_peer_ready(),
         capture_output=True,
         text=True,
@@ -175,3 +176,12 @@ async def test_a2a_sdk_verifies_each_form_it_may_get(sdk_python: Path, peerwire:
         await anyio.to_thread.run_sync(sdk_verifies, sdk_python, card) for card in (dual, v1)
     ]
     assert verdicts == [{"ok": True}, {"ok": True}]
+
+
+async def test_the_js_1_x_client_verifies_the_1_0_card(peerwire: Peerwire) -> None:
+    jwk = json.dumps(KEY.as_dict(private=False))
+    lines = await anyio.to_thread.run_sync(
+        lambda: js1_client(peerwire.url, "jsonrpc", "verify", "--jwk", jwk)
+    )
+    assert the(lines, "verify")["ok"] is True
+    assert {seen.version for seen in peerwire.requests.seen} == {"1.0"}

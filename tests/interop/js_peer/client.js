@@ -2,6 +2,7 @@
 // what it saw as JSON lines (ProtoJSON, the SDK's own toJSON).
 //
 //   node client.js --url AGENT_BASE_URL --binding jsonrpc|rest|grpc --scenario card|send|all
+//   node client.js ... --scenario verify --jwk PUBLIC_JWK_JSON
 //
 // The card is fetched from AGENT_BASE_URL/.well-known/agent-card.json by the SDK's
 // ClientFactory.createFromUrl, and the client is given only the transport of the one binding
@@ -9,13 +10,15 @@
 //
 //   card   {"op": "card", "card": AgentCard} (the card as the SDK parsed it)
 //   send   "record": {"op": "send", "result": Task | Message} ("task" or "message" inside)
+//   verify the card's signatures with the SDK's verifyAgentCardSignature and the key --jwk:
+//          {"op": "verify", "ok": true} (a failure is the scenario's error line)
 //
 // A scenario that fails prints {"scenario": S, "error": {"type", "message"}}; exit code 3.
 
-import { randomUUID } from 'node:crypto';
+import { createPublicKey, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 
-import { AgentCard, Message, Role, Task } from '@a2a-js/sdk';
+import { AgentCard, Message, Role, Task, verifyAgentCardSignature } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 
@@ -24,7 +27,7 @@ const TRANSPORTS = {
   rest: () => new RestTransportFactory(),
   grpc: () => new GrpcTransportFactory(),
 };
-const SCENARIOS = ['card', 'send'];
+const SCENARIOS = ['card', 'send', 'verify'];
 const SCENARIO_TIMEOUT_MS = 20_000;
 
 const { values: args } = parseArgs({
@@ -32,12 +35,16 @@ const { values: args } = parseArgs({
     url: { type: 'string' },
     binding: { type: 'string' },
     scenario: { type: 'string' },
+    jwk: { type: 'string' },
   },
 });
 if (!args.url || !(args.binding in TRANSPORTS) || ![...SCENARIOS, 'all'].includes(args.scenario)) {
-  console.error('usage: node client.js --url URL --binding jsonrpc|rest|grpc --scenario card|send|all');
+  console.error('usage: node client.js --url URL --binding jsonrpc|rest|grpc --scenario card|send|verify|all [--jwk JWK]');
   process.exit(2);
 }
+
+// The SDK logs failed signature checks with console.debug, on stdout: keep stdout JSON lines.
+console.debug = (...values) => console.error(...values);
 
 let scenario = 'card';
 const emit = (op, kind, value) =>
@@ -78,10 +85,16 @@ const run = {
     const value = 'status' in result ? { task: Task.toJSON(result) } : { message: Message.toJSON(result) };
     emit('send', 'result', value);
   },
+  async verify() {
+    if (!args.jwk) throw new Error('verify needs --jwk');
+    const key = createPublicKey({ key: JSON.parse(args.jwk), format: 'jwk' });
+    await verifyAgentCardSignature(async () => key)(client.agentCard);
+    emit('verify', 'ok', true);
+  },
 };
 
 let failed = false;
-for (const name of args.scenario === 'all' ? SCENARIOS : [args.scenario]) {
+for (const name of args.scenario === 'all' ? ['card', 'send'] : [args.scenario]) {
   scenario = name;
   let timer;
   try {
