@@ -104,6 +104,7 @@ async def test_a_continued_stream_settles_at_the_outcome(peer: Peer, binding: st
     first = seen[0]
     if peer.ask == "ask":  # @a2a-js: the snapshot from before it read the answer comes first
         assert isinstance(first, Task) and first.status.state is TaskState.INPUT_REQUIRED
+        assert states == [TaskState.INPUT_REQUIRED, TaskState.WORKING, TaskState.COMPLETED]
     else:  # a2a-sdk: the stream begins with a status update of the continued task
         assert isinstance(first, TaskStatusUpdateEvent) and first.task_id == task.id
 
