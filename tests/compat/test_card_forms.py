@@ -1,8 +1,9 @@
 """The card in the form each caller reads (docs/COMPATIBILITY.md, "The card"): a request whose
 ``A2A-Version`` names 1.x (header or query parameter) gets the 1.0 card, valid against the
 A2A 1.0 JSON Schema (tests/vectors/schema); any other, which the spec reads as 0.3 (no version
-at all included), gets the dual document with the 0.3 members the 0.3 SDKs need. Each form is
-signed as served, and caches keep them apart (``Vary``, an ETag each)."""
+at all included), gets the dual document with the 0.3 members the 0.3 SDKs need, valid against
+the 0.3 JSON Schema. Each form is signed as served, and caches keep them apart (``Vary``, an
+ETag each)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from joserfc.jwk import ECKey
-from jsonschema import Draft202012Validator
+from jsonschema import Draft7Validator, Draft202012Validator
 from referencing import Registry, Resource
 
 from peerwire import Agent
@@ -25,7 +26,8 @@ from peerwire.types import APIKeySecurityScheme, SecurityRequirement, SecuritySc
 from .conftest import TIMEOUT_S, Gate, build_agent, serving
 from .test_card import check_v03_card
 
-SCHEMA = Path(__file__).resolve().parents[1] / "vectors" / "schema" / "a2a-1.0.json"
+SCHEMAS = Path(__file__).resolve().parents[1] / "vectors" / "schema"
+SCHEMA = SCHEMAS / "a2a-1.0.json"
 _BASE = "https://schema.invalid/"  # the bundle's $refs are relative names: resolved under this
 _V03_MEMBERS = {
     "url",
@@ -53,6 +55,9 @@ def card_validator() -> Draft202012Validator:
 
 
 VALIDATOR = card_validator()
+# 0.3's schema, with "#/definitions/..." references: its AgentCard allows other members.
+_V03 = json.loads((SCHEMAS / "a2a-0.3.json").read_text(encoding="utf-8"))
+V03_VALIDATOR = Draft7Validator({**_V03, "$ref": "#/definitions/AgentCard"})
 
 
 def schema_errors(card: dict[str, Any]) -> list[str]:
@@ -109,6 +114,7 @@ async def test_a_1_0_caller_gets_a_card_the_1_0_schema_accepts(gate: Gate, how: 
             answer = await get(url, **{"A2A-Version": "1.0.1" if how == "patch" else "1.0"})
     card = answer.json()
     assert schema_errors(card) == []
+    assert not V03_VALIDATOR.is_valid(card)  # no url: what the 0.3 SDKs cannot read
     assert not _V03_MEMBERS & set(card)
     assert {i["protocolBinding"] for i in card["supportedInterfaces"]} == {
         "JSONRPC",
@@ -128,6 +134,7 @@ async def test_a_0_3_caller_gets_the_dual_card(gate: Gate, version: str | None) 
         v1 = (await get(url, **{"A2A-Version": "1.0"})).json()
     card = answer.json()
     check_v03_card(card)
+    assert [e.message for e in V03_VALIDATOR.iter_errors(card)] == []
     assert set(card) >= _V03_MEMBERS
     assert card["securitySchemes"]["key"]["type"] == "apiKey"
     assert answer.headers["vary"] == "A2A-Version"
