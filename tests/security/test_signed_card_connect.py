@@ -14,13 +14,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 from joserfc.jwk import ECKey
 
 from peerwire import Agent, create_app
 from peerwire.client import CardCache, Client
 from peerwire.errors import CardSignatureError
-from peerwire.security import APIKeyVerifier, CardSigner, Trust
+from peerwire.security import APIKeyVerifier, CardSigner, Trust, verify_card_async
 from peerwire.testing import live_server
 from peerwire.types import (
     APIKeySecurityScheme,
@@ -66,10 +67,20 @@ async def test_a_card_signed_with_a_published_key_round_trips() -> None:
         async with live_server(echo_agent(), signing_key=signer, shutdown_grace=1.0) as url:
             trust = Trust(jku_allowlist=[jwks_url + "/"])
             async with Client.connect(url, trust=trust, card_cache=CardCache()) as client:
-                # One over the 1.0 card alone, one over it as served with its 0.3 members.
-                assert len(client.card.signatures) == 2
+                # The client names 1.0 and gets the 1.0 form: one signature, over it alone.
+                assert len(client.card.signatures) == 1
                 task = await client.send("hello")
                 assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
+            # A caller that names no version gets the dual form: the same signature (over its
+            # 1.0 members, for verifiers that rebuild the AgentCard), then one over it as
+            # served, which the spec's procedure (peerwire's verify_card) checks.
+            async with httpx.AsyncClient() as http:
+                dual = (await http.get(url + CARD_PATH)).json()
+                v1 = (await http.get(url + CARD_PATH, headers={"A2A-Version": "1.0"})).json()
+            assert "url" in dual and "url" not in v1
+            assert dual["signatures"][0] == v1["signatures"][0] and len(dual["signatures"]) == 2
+            await verify_card_async({**dual, "signatures": dual["signatures"][1:]}, trust)
+            await verify_card_async(v1, trust)
             # Pinned keys instead of a jku: the same card verifies.
             pinned = Trust(signer.public_jwks())
             async with Client.connect(url, trust=pinned, card_cache=CardCache()) as client:

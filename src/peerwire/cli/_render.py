@@ -18,7 +18,7 @@ import msgspec
 from rich.console import Console
 from rich.text import Text
 
-from ..client import Payload
+from ..client import Payload, Settling
 from ..protocol import ACTIVE, TaskRecord, closes_stream
 from ..types import (
     AgentCard,
@@ -358,23 +358,40 @@ class StreamView:
     """Prints a stream event by event, and folds it to show the assembled result at the end.
 
     ``quiet``: fold only (``--json`` prints the events itself but needs the final state).
+    ``settling``: tells when the task settled (the stream of a continuation: ``Settling``).
     """
 
-    def __init__(self, out: Console, *, url: str | None = None, quiet: bool = False) -> None:
+    def __init__(
+        self,
+        out: Console,
+        *,
+        url: str | None = None,
+        quiet: bool = False,
+        settling: Settling | None = None,
+    ) -> None:
         self.out = out
         self.url = url
         self.quiet = quiet
         self.record: TaskRecord | None = None
+        self.settling = Settling() if settling is None else settling
 
     @property
     def state(self) -> TaskState | None:
         return None if self.record is None else self.record.state
 
+    @property
+    def settled(self) -> bool:
+        """The task is terminal, or interrupted by what the agent made of the message."""
+        return self.settling.settled
+
     def show(self, payload: Payload) -> None:
+        self.settling.see(payload)
         if isinstance(payload, Task):
             self.record = TaskRecord.from_task(payload)
         elif self.record is not None and not isinstance(payload, Message):
             self.record.apply(payload)
+        elif isinstance(payload, TaskStatusUpdateEvent):
+            self.record = TaskRecord.from_update(payload)  # a continuation's stream may begin so
         if self.quiet:
             return
         out = self.out
@@ -471,7 +488,7 @@ async def follow(
                 if as_json:
                     print_json(stream_response(payload))
                 view.show(payload)
-                if view.state is not None and closes_stream(view.state):
+                if view.state is not None and view.settled and closes_stream(view.state):
                     # Servers close here; one may keep a subscription to an interrupted task
                     # open (waiting for someone's answer), but the caller is done.
                     break

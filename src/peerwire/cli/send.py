@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +21,7 @@ import msgspec
 import typer
 from rich.text import Text
 
-from ..client import Client, Payload
+from ..client import Client, Payload, Settling
 from ..errors import A2ATimeoutError
 from ..protocol import ends_blocking_wait
 from ..types import Message, SendMessageResponse, Task, TaskState
@@ -154,6 +155,10 @@ class _Outgoing:
             return_immediately=return_immediately,
         )
 
+    def settling(self) -> Settling:
+        """What tells, as the stream of this message goes, when its task settled."""
+        return Settling(continuing=self.task_id, sent_at=datetime.now(UTC))
+
     def stream(self, client: Client) -> AsyncIterator[Payload]:
         return client.stream(
             self.text,
@@ -211,7 +216,7 @@ class _Call:
     async def awaited_over_stream(self) -> int:
         """Wait for what a blocking send would return, over the agent's stream."""
         out = console()
-        view = StreamView(out, quiet=True)
+        view = StreamView(out, quiet=True, settling=self.outgoing.settling())
         reply: Message | None = None
         ran_out = False
         name = self.client.card.name
@@ -226,7 +231,7 @@ class _Call:
                             reply = payload
                             break
                         view.show(payload)
-                        if view.state is not None and ends_blocking_wait(view.state):
+                        if view.settled:
                             break
                         if status is not None and view.state is not None:
                             status.update(Text(f"{name}: {state_name(view.state)}…"))
@@ -249,7 +254,9 @@ class _Call:
                 f"{self.client.card.name} does not stream (its card says "
                 "capabilities.streaming is not true); send without --stream"
             )
-        view = StreamView(console(), url=self.url, quiet=self.as_json)
+        view = StreamView(
+            console(), url=self.url, quiet=self.as_json, settling=self.outgoing.settling()
+        )
         events = self.outgoing.stream(self.client)
         try:
             await follow(
@@ -258,7 +265,7 @@ class _Call:
         except Silent:
             if view.record is None:
                 raise CommandError(self._said_nothing()) from None
-            if ends_blocking_wait(view.record.state):
+            if view.settled:
                 view.finish()  # auth-required: the stream stays open while the task waits
                 return exit_code(view.record.state)
             return self._still_running(view.record.id, view.record.state, idle=True)

@@ -10,7 +10,7 @@ transport is built in, and the REST and gRPC ones appear when their modules are 
 from ..protocol.extensions import IDEMPOTENT_SEND_EXTENSION
 from ._card import CardCache, default_card_cache
 from ._client import Client, PushConfig, TaskListing
-from ._follow import Payload
+from ._follow import Payload, Settling
 from ._registry import available_bindings, register_transport
 from .transports._limits import ClientLimits
 from .transports.base import CallOptions, Transport, TransportFactory, TransportSettings
@@ -23,6 +23,7 @@ __all__ = [
     "ClientLimits",
     "Payload",
     "PushConfig",
+    "Settling",
     "TaskListing",
     "Transport",
     "TransportFactory",

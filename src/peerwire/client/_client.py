@@ -31,7 +31,7 @@ from ..errors import (
     VersionNotSupportedError,
 )
 from ..ops import tracing
-from ..protocol import PROTOCOL_VERSION, check_version, ends_blocking_wait
+from ..protocol import PROTOCOL_VERSION, check_version
 from ..protocol.extensions import IDEMPOTENT_SEND_EXTENSION
 from ..types import (
     AgentCard,
@@ -56,11 +56,10 @@ from ..types import (
     Task,
     TaskPushNotificationConfig,
     TaskState,
-    TaskStatusUpdateEvent,
 )
 from ._card import CardCache, CardCheck, card_url, default_card_cache
 from ._card_source import DEFAULT_CARD_TTL, CardSource
-from ._follow import Payload, TaskFollower
+from ._follow import Payload, Settling, TaskFollower
 from ._inprocess import ASGIApp, StreamingASGITransport
 from ._leaving import RemoteCancels
 from ._messages import Content, FileLike, build_message
@@ -465,6 +464,11 @@ class Client:
 
         An agent silent for longer than ``stream_idle_timeout``, again when subscribed to
         anew, raises ``A2ATimeoutError``; its ``task_id`` is the task followed (once known).
+
+        Continuing a task (``task_id``), read the stream to its end rather than stopping at
+        the first interrupted state: a server may begin it with the task as it was before it
+        read your message, still INPUT_REQUIRED (``Settling`` tells which state is the
+        answer), or with a status update instead of the task.
         """
         request = await self._send_request(
             message,
@@ -480,7 +484,6 @@ class Client:
         )
         skill = self._skill_of(skill, task_id)
         cancel = self._cancel_on_exit if cancel_on_exit is None else cancel_on_exit
-        settled = False  # the task reached a state at which leaving costs it nothing
         await self._card_current()
         traced = None
         if tracing.STATE.tracer is not None:  # tracing off: this attribute read is all
@@ -489,9 +492,13 @@ class Client:
             options = await self._call_options(skill)
             if traced is not None:
                 options = dataclasses.replace(options, headers=traced.headers(options.headers))
+            # When the task reached a state at which leaving costs it nothing.
+            settling = Settling(
+                continuing=request.message.task_id or None, sent_at=datetime.now(UTC)
+            )
             events = self._transport.stream("SendStreamingMessage", request, options)
             follower = self._follower if traced is None else self._follower_in(traced)
-            followed_events = follower.follow(events, resume_for=resume_for)
+            followed_events = follower.follow(events, resume_for=resume_for, settling=settling)
             following = task_id
             async with contextlib.aclosing(followed_events) as followed:
                 try:
@@ -501,15 +508,14 @@ class Client:
                         if isinstance(payload, Task):
                             following = payload.id
                             self._remember_skill(payload.id, skill)
-                        settled = _settled_by(payload, settled)
                         yield payload
                 except A2ATimeoutError as exc:
                     _name_task(exc, following)
-                    if cancel and not settled:
+                    if cancel and not settling.settled:
                         await self._leave(exc.task_id, request, skill, "a stream timed out")
                     raise
                 except (GeneratorExit, asyncio.CancelledError):
-                    if cancel and not settled:
+                    if cancel and not settling.settled:
                         await self._leave(following, request, skill, "a stream was left early")
                     raise
         except Exception as exc:
@@ -614,7 +620,7 @@ class Client:
         ``stream``.
         """
         cancel = self._cancel_on_exit if cancel_on_exit is None else cancel_on_exit
-        settled = False
+        settling = Settling()
         await self._card_current()
         traced = None
         follower = self._follower
@@ -625,22 +631,24 @@ class Client:
         try:
             async with contextlib.aclosing(
                 follower.follow(
-                    self._resubscribe(task_id, traced), resume_for=resume_for, subscribed=task_id
+                    self._resubscribe(task_id, traced),
+                    resume_for=resume_for,
+                    subscribed=task_id,
+                    settling=settling,
                 )
             ) as followed:
                 try:
                     async for payload in followed:
                         if traced is not None:
                             traced.counted(payload)
-                        settled = _settled_by(payload, settled)
                         yield payload
                 except A2ATimeoutError as exc:
                     _name_task(exc, task_id)
-                    if cancel and not settled:
+                    if cancel and not settling.settled:
                         await self._leave(task_id, None, None, "a subscription timed out")
                     raise
                 except (GeneratorExit, asyncio.CancelledError):
-                    if cancel and not settled:
+                    if cancel and not settling.settled:
                         await self._leave(task_id, None, None, "a subscription was left early")
                     raise
         except Exception as exc:
@@ -1217,16 +1225,6 @@ def _configuration(
         return_immediately=return_immediately,
         task_push_notification_config=push,
     )
-
-
-def _settled_by(payload: Payload, settled: bool) -> bool:
-    """Whether the task followed is settled (terminal or interrupted) once ``payload`` is
-    seen: leaving then cancels nothing. A Message reply settles everything."""
-    if isinstance(payload, Message):
-        return True
-    if isinstance(payload, Task | TaskStatusUpdateEvent):
-        return ends_blocking_wait(payload.status.state)
-    return settled
 
 
 def _timestamp(value: datetime | str | None) -> str | None:

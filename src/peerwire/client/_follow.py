@@ -14,6 +14,12 @@ the task is folded into a ``TaskRecord`` with the protocol's rules. How a stream
   task ends between its check for a terminal task and its tap of the task's events) is
   answered by GetTask: a terminal task raises the UnsupportedOperationError a subscription to
   it is refused with, another is handed on (merged, on a resubscription) and followed on;
+* on a continuation (a message to a task that exists), an interrupted state is the end only
+  once the server took the message (``Settling``): @a2a-js/sdk begins such a stream with the
+  task's snapshot from before it read the message, still INPUT_REQUIRED, then WORKING and so on.
+  A stream of a continuation may also begin with a status update of the task rather than its
+  snapshot (a2a-sdk agents written after its samples publish a Task only for a new task): the
+  task is then followed from that update;
 * the server ended the stream before a closing state (``StreamEndedError``: it is shutting
   down, or lost its event source). That is raised, carrying the task id, so the caller can
   ``subscribe(task_id)`` once the server is back, unless the caller asked to ``resume_for``
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from datetime import datetime
 
 import anyio
 
@@ -39,12 +46,19 @@ from ..errors import (
     StreamEndedError,
     UnsupportedOperationError,
 )
-from ..protocol import TaskRecord, closes_stream, ends_blocking_wait, is_terminal
+from ..protocol import TaskRecord, closes_stream, ends_blocking_wait, is_interrupted, is_terminal
 from ..protocol.subscription import finished_task_refusal
-from ..types import Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent
+from ..types import (
+    Message,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatusUpdateEvent,
+    parse_timestamp,
+)
 from ._reconcile import catch_up
 
-__all__ = ["Payload", "TaskFollower"]
+__all__ = ["Payload", "Settling", "TaskFollower"]
 
 Payload = Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 """One event of a stream, unwrapped from its ``StreamResponse``."""
@@ -56,6 +70,56 @@ _DROPS = (A2AConnectionError, A2ATimeoutError)
 # What a server that ended a stream says while it restarts (ServerBusyError covers another
 # StreamEndedError), or a replica behind the same address is not up yet.
 _NOT_BACK_YET = (ServerBusyError, *_DROPS)
+
+
+class Settling:
+    """Whether the task a stream follows has settled: it is terminal, or interrupted
+    (INPUT_REQUIRED, AUTH_REQUIRED) after the caller's message was taken. Leaving then costs
+    the task nothing, and nothing more is to come for the caller.
+
+    ``continuing``: the id of the task the stream's message continues (``None``: a new task,
+    or a subscription). On a continuation the first Task snapshot may still show the state the
+    task was left in, before the server read the message (@a2a-js/sdk sends that): an
+    interrupted state in it settles the task only if its status is newer than ``sent_at`` (a
+    server whose clock is ahead defeats that, so it is the lesser signal); any later event,
+    and a status update the stream begins with, come after the message was taken.
+    ``see`` each payload of the stream in order.
+    """
+
+    def __init__(self, *, continuing: str | None = None, sent_at: datetime | None = None) -> None:
+        self.continuing = continuing
+        self.sent_at = sent_at
+        self.settled = False
+        self._first = True
+
+    def see(self, payload: Payload) -> bool:
+        """Take the next payload of the stream into account; whether the task has settled."""
+        first, self._first = self._first, False
+        if isinstance(payload, Message):
+            self.settled = True
+        elif isinstance(payload, Task | TaskStatusUpdateEvent):
+            status = payload.status
+            if is_terminal(status.state):
+                self.settled = True
+            elif not is_interrupted(status.state):
+                self.settled = False
+            else:
+                stale = (
+                    self.continuing is not None
+                    and first
+                    and isinstance(payload, Task)
+                    and not self._newer_than_send(status.timestamp)
+                )
+                self.settled = not stale
+        return self.settled
+
+    def _newer_than_send(self, timestamp: str | None) -> bool:
+        if timestamp is None or self.sent_at is None:
+            return False
+        try:
+            return parse_timestamp(timestamp) > self.sent_at
+        except ValueError:
+            return False  # not a time this client reads: not evidence of anything
 
 
 class TaskFollower:
@@ -82,12 +146,16 @@ class TaskFollower:
         *,
         resume_for: float = 0.0,
         subscribed: str | None = None,
+        settling: Settling | None = None,
     ) -> AsyncGenerator[Payload, None]:
         """The payloads of ``events`` and of the resubscriptions that follow it (see the
         module docstring); ``resume_for``: seconds to keep subscribing again after the server
         ended the stream early (0: raise its ``StreamEndedError``); ``subscribed``: the task
-        ``events`` subscribes to (SubscribeToTask), if it does."""
-        view = _View()
+        ``events`` subscribes to (SubscribeToTask), if it does; ``settling``: sees every
+        payload handed on (its ``continuing`` says whether ``events`` continues a task)."""
+        if settling is None:
+            settling = Settling()
+        view = _View(settling.continuing)
         source = events
         pending: StreamResponse | None = None  # the first event of a resumed source, read
         resumed = False  # source is a resubscription: its snapshot is merged, not repeated
@@ -117,10 +185,12 @@ class TaskFollower:
                             raise
                         # Refused on a resubscription: the task may have finished meanwhile.
                         for payload in await self._finish(view):
+                            settling.see(payload)
                             yield payload
                         return
                     for payload in view.take(response.payload, merge=resumed and first):
                         delivered += 1
+                        settling.see(payload)
                         yield payload
                     first = False
                     if view.message_only:
@@ -133,6 +203,7 @@ class TaskFollower:
                 # A subscription that ended before its snapshot: GetTask says why.
                 for payload in await self._ended_empty(view, following):
                     delivered += 1
+                    settling.see(payload)
                     yield payload
                 if view.record is not None and is_terminal(view.record.state):
                     return
@@ -153,9 +224,14 @@ class TaskFollower:
                 if resume_for <= 0:
                     raise ended
             elif (
-                ends_blocking_wait(record.state) if dropped is None else closes_stream(record.state)
+                ends_blocking_wait(record.state)
+                if dropped is None
+                else closes_stream(record.state) and settling.settled
             ):
-                return  # done, or a drop racing the close at a closing state
+                # Done (a stream that ended at a state its first snapshot still showed from
+                # before the message included: that is what the server said), or a drop
+                # racing the close at a closing state the message led to.
+                return
             fruitless = 0 if delivered else fruitless + 1
             if fruitless >= self.attempts:
                 state = record.state.value
@@ -171,6 +247,7 @@ class TaskFollower:
                 back = await self._resume(record.id, ended, resume_for)
                 if back is None:
                     for payload in await self._finish(view):
+                        settling.see(payload)
                         yield payload
                     return
                 source, pending = back
@@ -239,9 +316,10 @@ class TaskFollower:
 class _View:
     """What the caller has seen of the stream, folded."""
 
-    def __init__(self) -> None:
+    def __init__(self, continuing: str | None = None) -> None:
         self.record: TaskRecord | None = None
         self.message_only = False
+        self.continuing = continuing  # the task the stream's message continues, if it does
 
     def take(self, payload: Payload, *, merge: bool) -> list[Payload]:
         """The payloads to hand on for one received event."""
@@ -254,6 +332,18 @@ class _View:
             if merge and self.record is not None:
                 return list(self.merge(payload))
             self.record = _record(payload)
+            return [payload]
+        if (
+            self.record is None
+            and isinstance(payload, TaskStatusUpdateEvent)
+            and payload.task_id == self.continuing
+        ):
+            try:
+                self.record = TaskRecord.from_update(payload)
+            except IllegalTransitionError as exc:
+                raise InvalidResponseError(
+                    f"the stream sent an impossible status: {exc.message}"
+                ) from None
             return [payload]
         if self.record is None:
             raise InvalidResponseError(

@@ -82,6 +82,12 @@ class TaskRecord:
             version=version,
         )
 
+    @classmethod
+    def from_update(cls, event: TaskStatusUpdateEvent) -> TaskRecord:
+        """What a status update alone says of its task (a stream continuing a task may begin
+        with one rather than the task): its ids and status, no artifacts or history known."""
+        return cls(event.task_id, event.context_id, event.status)
+
     @property
     def artifacts(self) -> list[Artifact]:
         """The artifacts so far, in order (not to be mutated).

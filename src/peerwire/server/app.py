@@ -30,7 +30,7 @@ from ._origin import RequestOrigin, TrustedProxies
 from .agent import Agent
 from .asgi import A2AApp
 from .bus import EventBus, MemoryBus
-from .card import CARD_PATH, served_document, v03_bindings_of
+from .card import CARD_PATH, v03_bindings_of
 from .delegating import delegation_hub_beside
 from .dispatch import CallContext, Dispatcher
 from .idempotency import DEFAULT_MESSAGE_RETENTION, MessageLedger, idempotent_send_extension
@@ -130,9 +130,11 @@ def create_app(
     extended cards, the push JWT issuer, ``on_started``'s card), and what a request whose
     ``Host`` is not a valid host gets. ``lenient_version`` accepts requests
     without ``A2A-Version`` as 1.0 (strictly, a missing header means 0.3 and is refused).
-    ``serve_v03`` (default on) also serves A2A 0.3 callers on JSON-RPC and HTTP+JSON, with
-    the card carrying 0.3's members beside 1.0's (docs/COMPATIBILITY.md); a 0.3 request is
-    told by its shape (its method name, its ``/v1/...`` route), not by ``lenient_version``.
+    ``serve_v03`` (default on) also serves A2A 0.3 callers on JSON-RPC and HTTP+JSON, and
+    the card to a caller that does not name 1.x in ``A2A-Version`` with 0.3's members beside
+    1.0's (docs/COMPATIBILITY.md, "The card"; with ``lenient_version`` a card request without
+    the header gets the 1.0 card); a 0.3 request is told by its shape (its method name, its
+    ``/v1/...`` route), not by ``lenient_version``.
     Off, 0.3 methods get -32601 and 0.3 routes 404.
     ``keepalive_seconds``: how long an idle stream waits before a keep-alive comment.
     ``rest_path`` is where the HTTP+JSON binding lives (``None``: not served).
@@ -260,17 +262,9 @@ def create_app(
             extended_agent_card=extended_card is not None,
             server_extensions=behaviours,
         )
-        if signer is None:
-            return published
-        signed = signer.sign(published)
-        served = served_document(published, v03_bindings)
-        if served == served_document(published):
-            return signed
-        # A dual card is signed twice: over the AgentCard alone (what verifiers that work on
-        # the protobuf message rebuild, as a2a-sdk does) and as served with its 0.3 members
-        # (what the spec's procedure rebuilds from the received document, as peerwire does).
-        as_served = signer.signature(served)
-        return msgspec.structs.replace(signed, signatures=[*signed.signatures, as_served])
+        # Signed over the AgentCard alone: the 1.0 form as served. The app adds a signature
+        # over the dual form as served to that form (``card_signer``).
+        return published if signer is None else signer.sign(published)
 
     # A list so the lifespan can add the gRPC interface once its port is bound.
     card: list[AgentCard] = [publish(_ordered(http_interfaces, order))]
@@ -383,6 +377,7 @@ def create_app(
         origins=origins,
         serve_v03=serve_v03,
         v03_bindings=v03_bindings,
+        card_signer=None if signer is None else signer.signature,
     )
 
 

@@ -37,7 +37,7 @@ from ..errors import (
 )
 from ..ops import health, tracing
 from ..ops.logs import ACCESS_SCOPE_KEY, AccessLog
-from ..protocol import check_version, format_extensions, negotiate_extensions
+from ..protocol import PROTOCOL_VERSION, check_version, format_extensions, negotiate_extensions
 from ._authn import authenticate_http, challenge_headers
 from ._first_use import FirstUse
 from ._http import BodyCutShort as _BodyCutShort
@@ -53,7 +53,7 @@ from ._http import respond as _respond
 from ._mount import mount_prefix, route_path
 from ._origin import RequestOrigin
 from ._v03 import V03Server
-from .card import CARD_PATH, EncodedCard, v03_bindings_of
+from .card import CARD_PATH, CardForms, DocumentSigner, v03_bindings_of
 from .dispatch import CallContext, Dispatcher, TaskStream
 from .rest import RestHandler
 
@@ -94,6 +94,7 @@ class A2AApp:
         origins: RequestOrigin | None = None,
         serve_v03: bool = True,
         v03_bindings: Collection[str] | None = None,
+        card_signer: DocumentSigner | None = None,
         routes: Mapping[str, ASGIApp] | None = None,
         readiness: health.Readiness | None = None,
         access_log: bool = False,
@@ -107,7 +108,10 @@ class A2AApp:
         told apart by their shape (docs/COMPATIBILITY.md); off, their methods get -32601 and
         their routes 404. ``v03_bindings``: the bindings the card offers 0.3 on (its 0.3
         members ``url``, ``preferredTransport``, ...); by default those this app serves 0.3
-        on (``card.v03_bindings_of``).
+        on (``card.v03_bindings_of``). The card is served in two forms then: the 1.0 card to a
+        request whose ``A2A-Version`` names 1.x, the dual document to the others
+        (``card.CardForms``); ``card_signer`` signs the dual document as served (the card's
+        own signatures are over its 1.0 members).
 
         ``routes``: exact paths served by an ASGI app of their own (``/metrics``), before
         every A2A route, without A2A authentication (each checks what it needs itself) and
@@ -143,13 +147,14 @@ class A2AApp:
         self.lenient_version = lenient_version
         self.keepalive_seconds = keepalive_seconds
         self._card_max_age = card_max_age
-        self._encoded_card: EncodedCard | None = None
+        self._encoded_card: CardForms | None = None
+        self._card_signer = card_signer
         self._card_at = card_at
         self._origins = origins
         self._vary = (
             [] if origins is None or not origins.vary else [(b"vary", b", ".join(origins.vary))]
         )
-        self._mounted_cards: dict[tuple[str | None, str], tuple[AgentCard, EncodedCard]] = {}
+        self._mounted_cards: dict[tuple[str | None, str], tuple[AgentCard, CardForms]] = {}
         self._lifespan = lifespan
         # A host that mounts the app runs no lifespan of it: the first request starts it.
         self._first_use = (
@@ -235,14 +240,17 @@ class A2AApp:
         self._start_on_first_use = True
 
     @property
-    def card(self) -> EncodedCard:
+    def card(self) -> CardForms:
         card = self.dispatcher.card()
         # Re-encoded when the card changes (the gRPC interface joins it once its port is bound).
         if self._encoded_card is None or self._encoded_card.card is not card:
-            self._encoded_card = EncodedCard.of(
-                card, self._card_max_age, v03_bindings=self.v03_bindings
-            )
+            self._encoded_card = self._forms_of(card)
         return self._encoded_card
+
+    def _forms_of(self, card: AgentCard) -> CardForms:
+        return CardForms.of(
+            card, self._card_max_age, v03_bindings=self.v03_bindings, sign=self._card_signer
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -354,20 +362,33 @@ class A2AApp:
         if scope["method"] not in ("GET", "HEAD"):
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET, HEAD")])
             return
-        card = self.card if self._card_at is None else self._card_under(scope)
+        forms = self.card if self._card_at is None else self._card_under(scope)
+        header = _header(scope, b"a2a-version")
+        version = header.decode("latin-1") if header is not None else None
+        if version is None:
+            version = _query_param(scope, "A2A-Version")
+        if version is None and self.lenient_version:
+            version = PROTOCOL_VERSION  # lenient: a request without the header is a 1.0 one
+        card = forms.for_version(version)
+        headers = forms.headers_of(card)
         if card.not_modified(
             _header(scope, b"if-none-match"), _header(scope, b"if-modified-since")
         ):
-            headers = [*card.headers()[1:], *self._vary]
-            await send({"type": "http.response.start", "status": 304, "headers": headers})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 304,
+                    "headers": [*headers[1:], *self._vary],
+                }
+            )
             await send({"type": "http.response.body", "body": b""})
             return
         body = b"" if scope["method"] == "HEAD" else card.body
-        headers = [*card.headers(), *self._vary, (b"content-length", b"%d" % len(card.body))]
+        headers.extend([*self._vary, (b"content-length", b"%d" % len(card.body))])
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    def _card_under(self, scope: Scope) -> EncodedCard:
+    def _card_under(self, scope: Scope) -> CardForms:
         """The card with its URLs where this request came: its origin, under its prefix."""
         prefix = mount_prefix(scope, CARD_PATH)
         origin = None if self._origins is None else self._origins.of(scope)
@@ -381,9 +402,7 @@ class A2AApp:
             cards[key] = known
             return known[1]
         assert self._card_at is not None
-        encoded = EncodedCard.of(
-            self._card_at(origin, prefix), self._card_max_age, v03_bindings=self.v03_bindings
-        )
+        encoded = self._forms_of(self._card_at(origin, prefix))
         while len(cards) >= _MAX_MOUNTED_CARDS:
             del cards[next(iter(cards))]
         cards[key] = (base, encoded)

@@ -1,22 +1,42 @@
 """Serving the agent card: encoded once, with ``ETag``, ``Last-Modified`` and ``Cache-Control``
-(A2A spec §8.6), and the conditional GETs a client revalidates with (RFC 9110 §13)."""
+(A2A spec §8.6), and the conditional GETs a client revalidates with (RFC 9110 §13).
+
+The card has two forms when some interface serves A2A 0.3 too (``CardForms``): a request whose
+``A2A-Version`` (header, or query parameter) names 1.x gets the 1.0 AgentCard, valid against
+the 1.0 schema; any other, which the spec reads as a 0.3 caller (no version at all is 0.3),
+gets the dual document, the 1.0 card plus the 0.3 members 0.3 SDKs need (valid against the
+0.3 schema, and read by the 1.x SDKs too). docs/COMPATIBILITY.md, "The card".
+"""
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC
 from email.utils import formatdate, parsedate_to_datetime
 from typing import Any
 
-from ..compat.v03.card import dual_card_document
-from ..types import AgentCard, Binding, encode
+import msgspec
 
-__all__ = ["CARD_PATH", "EncodedCard", "served_document", "v03_bindings_of"]
+from ..compat.v03.card import dual_card_document
+from ..compat.v03.version import names_v1
+from ..types import AgentCard, AgentCardSignature, Binding, encode
+
+__all__ = [
+    "CARD_PATH",
+    "CardForms",
+    "DocumentSigner",
+    "EncodedCard",
+    "served_document",
+    "v03_bindings_of",
+]
 
 CARD_PATH = "/.well-known/agent-card.json"
+
+DocumentSigner = Callable[[Mapping[str, Any]], AgentCardSignature]
+"""Signs a card document as served (``CardSigner.signature``)."""
 
 
 def v03_bindings_of(*, serve_v03: bool, rest: bool, grpc: bool = False) -> frozenset[str]:
@@ -32,10 +52,26 @@ def v03_bindings_of(*, serve_v03: bool, rest: bool, grpc: bool = False) -> froze
     return frozenset(bindings)
 
 
-def served_document(card: AgentCard, v03_bindings: Collection[str] = ()) -> dict[str, Any]:
-    """The card's JSON document as served: the dual card when some of its interfaces serve
-    0.3 too (``v03_bindings``), else the 1.0 card."""
-    return dual_card_document(card, v03_bindings)
+def served_document(
+    card: AgentCard, v03_bindings: Collection[str] = (), sign: DocumentSigner | None = None
+) -> dict[str, Any] | None:
+    """The card's dual document (for callers that do not name 1.x), or ``None`` when none of
+    its interfaces serves 0.3 (``v03_bindings``): then every caller gets the 1.0 card.
+    ``sign``: adds a signature over the document as served to the card's own (over the 1.0
+    members alone, which verifiers that rebuild the AgentCard message check)."""
+    if not v03_bindings:
+        return None
+    document = dual_card_document(card, v03_bindings)
+    if "url" not in document:
+        return None  # no interface has a 0.3 binding: the plain 1.0 card
+    if sign is not None:
+        document["signatures"] = [*document.get("signatures", ()), _builtins(sign(document))]
+    return document
+
+
+def _builtins(signature: AgentCardSignature) -> dict[str, Any]:
+    result: dict[str, Any] = msgspec.json.decode(encode(signature))
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +93,10 @@ class EncodedCard:
         max_age: int = 300,
         built_at: float | None = None,
         *,
-        v03_bindings: Collection[str] = (),
+        document: Mapping[str, Any] | None = None,
     ) -> EncodedCard:
-        body = encode(served_document(card, v03_bindings) if v03_bindings else card)
+        """``card`` encoded (its ``document`` instead, when given: the dual form)."""
+        body = encode(card if document is None else document)
         digest = hashlib.sha256(body).hexdigest()[:32]
         seconds = int(time.time() if built_at is None else built_at)
         return cls(
@@ -101,3 +138,41 @@ class EncodedCard:
             (b"last-modified", self.last_modified),
             (b"cache-control", b"public, max-age=%d" % self.max_age),
         ]
+
+
+@dataclass(frozen=True, slots=True)
+class CardForms:
+    """The card in each form served (see the module docstring): ``v1``, the 1.0 card;
+    ``v03``, the dual document, or ``None`` when no interface serves 0.3."""
+
+    card: AgentCard
+    v1: EncodedCard
+    v03: EncodedCard | None
+
+    @classmethod
+    def of(
+        cls,
+        card: AgentCard,
+        max_age: int = 300,
+        built_at: float | None = None,
+        *,
+        v03_bindings: Collection[str] = (),
+        sign: DocumentSigner | None = None,
+    ) -> CardForms:
+        at = time.time() if built_at is None else built_at
+        document = served_document(card, v03_bindings, sign)
+        v03 = None if document is None else EncodedCard.of(card, max_age, at, document=document)
+        return cls(card, EncodedCard.of(card, max_age, at), v03)
+
+    def for_version(self, version: str | None) -> EncodedCard:
+        """The form for a request whose ``A2A-Version`` is ``version`` (``None``: none)."""
+        if self.v03 is None or names_v1(version):
+            return self.v1
+        return self.v03
+
+    def headers_of(self, form: EncodedCard) -> list[tuple[bytes, bytes]]:
+        """``form``'s headers; ``Vary: A2A-Version`` when the forms differ, so a cache keeps
+        each caller's."""
+        if self.v03 is None:
+            return form.headers()
+        return [*form.headers(), (b"vary", b"A2A-Version")]

@@ -8,8 +8,8 @@
 // word of the message's text:
 //
 //   echo <words>  completes with one text artifact "echo: <words>"
-//   ask           asks for input (INPUT_REQUIRED); the follow-up on the same task completes
-//                 with the artifact "answer: <follow-up text>"
+//   ask           asks for input (INPUT_REQUIRED); the follow-up on the same task is WORKING,
+//                 then completes with the artifact "answer: <follow-up text>"
 //   stream        WORKING, two chunks of one artifact (the second appended, the last), COMPLETED
 //   slow          WORKING, then waits (at most 30 s) until it is canceled
 //   fail          FAILED, with a status message
@@ -128,6 +128,9 @@ class InteropExecutor {
     );
 
     if (previous?.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
+      // As an agent that works on the answer says: the stream is then the task as it was
+      // (still INPUT_REQUIRED), WORKING, the artifact, COMPLETED.
+      status(TaskState.TASK_STATE_WORKING);
       artifact(`answer: ${text}`);
       status(TaskState.TASK_STATE_COMPLETED);
       return;

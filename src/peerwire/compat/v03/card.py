@@ -7,8 +7,9 @@ OpenAPI-style objects tagged by ``type`` (``apiKey`` with ``in``, ``http``, ``oa
 several flows, ``openIdConnect``, ``mutualTLS``) and requirements are ``{name: [scopes]}``;
 the extended-card flag is top-level ``supportsAuthenticatedExtendedCard``.
 
-* ``dual_card_document``: the one document peerwire serves, read by 0.3 and 1.0 clients
-  alike: the 1.0 card plus the 0.3 members (each security scheme object carries both forms,
+* ``dual_card_document``: the document peerwire serves to callers that do not name 1.x in
+  ``A2A-Version`` (``server.card.CardForms``), read by 0.3 and 1.x SDKs alike: the 1.0 card
+  plus the 0.3 members (each security scheme object carries both forms,
   each skill both ``securityRequirements`` and ``security``), as the official 1.x SDKs serve.
   The 0.3 endpoint is the first of the card's interfaces whose binding serves 0.3 too.
 * ``card_to_v03`` / ``card_from_v03``: a card as 0.3's JSON schema has it (JSON-RPC's
