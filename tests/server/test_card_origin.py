@@ -108,8 +108,9 @@ async def test_two_mounted_agents_are_reached_on_every_binding_without_public_ur
         assert {i["url"] for i in document["additionalInterfaces"]} >= {
             f"http://agents.internal:{port}/a2a/glossary/rest"
         }
-        # Served without trusted proxies, the card varies by nothing but its URL.
-        assert "vary" not in other.headers
+        # Served without trusted proxies, the card varies by its URL and by the caller's
+        # version (1.0 card or dual card), not by forwarded headers.
+        assert other.headers.get_list("vary") == ["A2A-Version"]
 
 
 # -- forwarded headers --------------------------------------------------------------------
