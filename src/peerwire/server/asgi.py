@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..bindings import jsonrpc
 from ..bindings.sse import event_framer, frame
+from ..compat.v03.files import FileBytes
 from ..compat.v03.jsonrpc import is_v03_method
 from ..errors import (
     A2AError,
@@ -91,6 +92,7 @@ class A2AApp:
         card_at: Callable[[str], AgentCard] | None = None,
         serve_v03: bool = True,
         v03_bindings: Collection[str] | None = None,
+        v03_file_bytes: FileBytes = "auto",
         routes: Mapping[str, ASGIApp] | None = None,
         readiness: health.Readiness | None = None,
         access_log: bool = False,
@@ -102,7 +104,8 @@ class A2AApp:
         told apart by their shape (docs/COMPATIBILITY.md); off, their methods get -32601 and
         their routes 404. ``v03_bindings``: the bindings the card offers 0.3 on (its 0.3
         members ``url``, ``preferredTransport``, ...); by default those this app serves 0.3
-        on (``card.v03_bindings_of``).
+        on (``card.v03_bindings_of``). ``v03_file_bytes``: how 0.3 REST file bytes are read
+        (``compat.v03.files``).
 
         ``routes``: exact paths served by an ASGI app of their own (``/metrics``), before
         every A2A route, without A2A authentication (each checks what it needs itself) and
@@ -176,6 +179,7 @@ class A2AApp:
                 supported_extensions=self._supported_extensions,
                 required_extensions=self._required_extensions,
                 authenticator=authenticator,
+                file_bytes=v03_file_bytes,
             )
             if serve_v03
             else None
