@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import grpc
 import grpc.aio
 import httpx
 import pytest
 
-from peerwire import Agent, Client, Message, create_app
+from peerwire import Agent, Client, Message, TaskContext, create_app
 from peerwire.bindings.grpc._gen import a2a_v03_pb2 as pb
+from peerwire.bindings.sse import SSEParser
 from peerwire.client import CardCache
 from peerwire.compat.v03.files import (
     FORM_KEY,
@@ -276,3 +279,62 @@ async def test_the_client_sends_either_form_and_reads_both(binding: str, setting
         task = await client.send(part)
         assert isinstance(task, Task)
         assert task.artifacts[0].parts[0].raw == b"got:" + CONTENT
+
+
+# --- a subscription and a continuation without files --------------------------------------------
+
+
+def asking_agent() -> Agent:
+    agent = Agent("Asking Mirror", description="Takes a file, asks, then answers with a file")
+
+    @agent.skill(input_modes=["*/*"], output_modes=["*/*"])
+    async def mirror_later(ctx: TaskContext) -> Part:
+        """Asks to go on, then completes with "got:" and the file's bytes."""
+        [raw] = [p.raw for p in ctx.message.parts if p.raw is not None]
+        await ctx.ask("Go on?")
+        return Part(raw=b"got:" + raw, media_type="application/octet-stream")
+
+    return agent
+
+
+async def test_a_subscription_and_a_text_follow_up_answer_in_the_tasks_form() -> None:
+    async with (
+        live_server(asking_agent(), shutdown_grace=1.0) as url,
+        httpx.AsyncClient(trust_env=False, timeout=TIMEOUT_S) as http,
+    ):
+        base = url + "/rest/v1"
+        response = await http.post(base + "/message:send", json=proto_send(SDK_FORM))
+        asked = response.json()["task"]
+        assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", asked
+        events: list[dict[str, Any]] = []
+        parser = SSEParser()
+
+        async def subscribe(started: anyio.Event) -> None:
+            async with http.stream("GET", f"{base}/tasks/{asked['id']}:subscribe") as stream:
+                assert stream.status_code == 200
+                async for chunk in stream.aiter_raw():
+                    events.extend(json.loads(d) for d in parser.feed(chunk))
+                    started.set()
+
+        with anyio.fail_after(TIMEOUT_S):
+            async with anyio.create_task_group() as group:
+                started = anyio.Event()
+                group.start_soon(subscribe, started)
+                await started.wait()  # the snapshot came: the subscription is on
+                # A follow-up with text only: its answer is in the form the task's file came in.
+                follow_up = {
+                    "message": {
+                        "messageId": str(uuid.uuid4()),
+                        "role": "ROLE_USER",
+                        "taskId": asked["id"],
+                        "contextId": asked["contextId"],
+                        "content": [{"text": "yes"}],
+                    }
+                }
+                response = await http.post(base + "/message:send", json=follow_up)
+                done = response.json()["task"]
+                assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
+                assert answered_bytes(done) == base64.b64encode(b"got:" + CONTENT)
+        updates = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
+        [file] = [p["file"] for u in updates for p in u["artifact"]["parts"]]
+        assert base64.b64decode(file["fileWithBytes"]) == base64.b64encode(b"got:" + CONTENT)
