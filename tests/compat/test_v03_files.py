@@ -37,6 +37,7 @@ from peerwire.errors import InvalidParamsError
 from peerwire.server import A2AApp
 from peerwire.testing import live_server
 from peerwire.types import Binding, Part, Task
+from tests.server._services import PG_DSN, fresh_schema
 
 from .conftest import V03CardOnly
 
@@ -338,3 +339,14 @@ async def test_a_subscription_and_a_text_follow_up_answer_in_the_tasks_form() ->
         updates = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
         [file] = [p["file"] for u in updates for p in u["artifact"]["parts"]]
         assert base64.b64decode(file["fileWithBytes"]) == base64.b64encode(b"got:" + CONTENT)
+
+
+@pytest.mark.services
+async def test_another_replica_answers_in_the_same_form() -> None:
+    # Two replicas sharing one PostgreSQL store: the form is read from the task's history.
+    async with fresh_schema() as schema:
+        store = f"{PG_DSN}?schema={schema}"
+        async with rest(store=store) as (http, first), rest(store=store) as (_, second):
+            task = await rest_send(http, first, proto_send(SDK_FORM))
+            got = await rest_get(http, second, task["id"])
+            assert answered_bytes(got) == base64.b64encode(b"got:" + CONTENT)
