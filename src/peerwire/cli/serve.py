@@ -29,6 +29,14 @@ if TYPE_CHECKING:
     from ..security.signing import CardSigner
 
 
+class FileBytesName(enum.StrEnum):
+    """The names ``--v03-file-bytes`` takes (``peerwire.compat.v03.files.FileBytes``)."""
+
+    auto = "auto"
+    content = "content"
+    base64 = "base64"
+
+
 class HTTPServerName(enum.StrEnum):
     """The names ``--http`` takes."""
 
@@ -188,6 +196,15 @@ def serve_command(
             help="Also serve A2A 0.3 callers (JSON-RPC and HTTP+JSON; docs/COMPATIBILITY.md).",
         ),
     ] = True,
+    v03_file_bytes: Annotated[
+        FileBytesName,
+        typer.Option(
+            case_sensitive=False,
+            help="How A2A 0.3 file bytes are read over HTTP+JSON and gRPC: auto tells "
+            "a2a-sdk's base64 text from the content; content or base64 forces one "
+            "(docs/COMPATIBILITY.md).",
+        ),
+    ] = FileBytesName.auto,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = LogFormatName.text,
     access_log: Annotated[
@@ -361,6 +378,7 @@ def serve_command(
         max_body_bytes=max_body_bytes,
         lenient_version=lenient_version,
         serve_v03=v03,
+        v03_file_bytes=v03_file_bytes.value,
         grpc=grpc,
         grpc_port=grpc_port,
         interface_order=_interface_names(interfaces),
