@@ -9,6 +9,7 @@ resubscribe, in both directions, are test_v03_interop.py's.
   agent received exactly the content sent (each agent answers with a text part holding what
   it got, base64). "Out": the caller reads the file the agent answers with ("got:" and the
   content) from the send, a GetTask and a stream.
+* The CLI: ``peerwire send --file`` to their agents, ``--v03-file-bytes`` as each needs.
 * Push: their client registers a webhook served by the SDK's own web framework (Starlette,
   express) with its send and checks what arrives as a 0.3 notification; peerwire's client
   registers one with their agent and reads what arrives with ``peerwire.push``'s verifier.
@@ -20,7 +21,10 @@ agent and each SDK's agent are started once for the module.
 from __future__ import annotations
 
 import base64
+import json
+import sys
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -253,3 +257,22 @@ async def test_their_agent_pushes_to_our_receiver(
             assert isinstance(notification, StreamResponse) and notification.task is not None
         assert notification.task.status.state is TaskState.COMPLETED
         assert our_text(notification.task) == "".join(CHUNKS)
+
+
+@pytest.mark.parametrize("binding", list(BINDINGS))
+async def test_the_cli_sends_their_agent_a_file(
+    their_agent: tuple[str, V03Server], binding: str, tmp_path: Path
+) -> None:
+    sdk, server = their_agent
+    (tmp_path / "in.bin").write_bytes(CONTENT)
+    command = [str(Path(sys.executable).with_name("peerwire")), "send", server.base_url, ""]
+    command += ["--file", str(tmp_path / "in.bin"), "--binding", binding, "--json"]
+    command += ["--v03-file-bytes", file_form(sdk)]
+    with anyio.fail_after(TIMEOUT_S):
+        ran = await anyio.run_process(command, check=False)
+    assert ran.returncode == 0, ran.stderr.decode()
+    task = json.loads(ran.stdout)["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    parts = [p for a in task["artifacts"] for p in a["parts"]]
+    assert [p["text"] for p in parts if "text" in p] == [FILE_B64]
+    assert [base64.b64decode(p["raw"]) for p in parts if "raw" in p] == [GOT]

@@ -134,12 +134,13 @@ async def connect(
     *,
     auth: CallerAuth = NO_AUTH,
     http: httpx.AsyncClient | None = None,
+    v03_file_bytes: str = "auto",
 ) -> AsyncIterator[Client]:
     """A client for the agent at ``url``, on the card's interface of ``binding`` if given,
     sending ``auth``'s headers and the credentials of it the card asks for.
 
     ``http`` is the HTTP client to use (the demo's records the wire); by default one is made
-    and closed here.
+    and closed here. ``v03_file_bytes``: as for ``Client.connect``.
     """
     async with contextlib.AsyncExitStack() as stack:
         if http is None:
@@ -168,6 +169,7 @@ async def connect(
                 headers=auth.headers,
                 http_client=http,
                 credentials=auth.credentials,
+                v03_file_bytes=v03_file_bytes,
             )
         )
         unused = auth.unused_flags(client.card)

@@ -31,10 +31,12 @@ from ._options import (
     ApiKeyOption,
     BearerOption,
     BindingOption,
+    FileBytesName,
     HeaderOption,
     JsonOption,
     TimeoutOption,
     UrlArgument,
+    V03FileBytesOption,
 )
 from ._render import (
     Silent,
@@ -94,6 +96,7 @@ def send_command(
     header: HeaderOption = None,
     bearer: BearerOption = None,
     api_key: ApiKeyOption = None,
+    v03_file_bytes: V03FileBytesOption = FileBytesName.auto,
 ) -> None:
     """Send one message to an agent and show what it answers (--stream: as it happens).
 
@@ -117,7 +120,9 @@ def send_command(
     )
 
     async def main() -> int:
-        async with connect(url, binding, timeout, auth=auth) as client:
+        async with connect(
+            url, binding, timeout, auth=auth, v03_file_bytes=v03_file_bytes.value
+        ) as client:
             call = _Call(client, url, outgoing, json, timeout, auth)
             if no_wait:
                 return await call.no_wait()

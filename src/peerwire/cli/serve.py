@@ -21,20 +21,13 @@ from ..server.app import INTERFACE_NAMES
 from ..server.stores import TaskStore, open_store
 from ._app import app
 from ._logs import LogFormatName, LogFormatOption, LogLevelOption
+from ._options import FileBytesName
 from ._scale import LeaseTtl, ReclaimIdle, SweepEvery, event_bus, work_queue
 from ._tracing import TracingName, install_tracing
 
 if TYPE_CHECKING:
     from ..security import Authenticator, Verifier
     from ..security.signing import CardSigner
-
-
-class FileBytesName(enum.StrEnum):
-    """The names ``--v03-file-bytes`` takes (``peerwire.compat.v03.files.FileBytes``)."""
-
-    auto = "auto"
-    content = "content"
-    base64 = "base64"
 
 
 class HTTPServerName(enum.StrEnum):
