@@ -21,12 +21,14 @@ import anyio
 import grpc
 import grpc.aio
 import httpx
+import msgspec
 import pytest
 
 from peerwire import Agent, Client, Message, TaskContext, create_app
 from peerwire.bindings.grpc._gen import a2a_v03_pb2 as pb
 from peerwire.bindings.sse import SSEParser
 from peerwire.client import CardCache
+from peerwire.compat.v03 import proto, translate
 from peerwire.compat.v03.files import (
     FORM_KEY,
     FileBytesSettingError,
@@ -36,7 +38,7 @@ from peerwire.compat.v03.files import (
 from peerwire.errors import InvalidParamsError
 from peerwire.server import A2AApp
 from peerwire.testing import live_server
-from peerwire.types import Binding, Part, Task
+from peerwire.types import Binding, Part, Role, Task, TaskState, TaskStatus
 from tests.server._services import PG_DSN, fresh_schema
 
 from .conftest import V03CardOnly
@@ -104,8 +106,21 @@ def test_a_callers_own_form_key_is_replaced_and_never_written_back() -> None:
     document = {"message": {"metadata": {FORM_KEY: "base64", "k": 1}, "content": [{"text": "x"}]}}
     assert files_in(document, "auto", mark=True) is None
     assert document["message"]["metadata"] == {"k": 1}
-    out = files_out({"task": {"history": [{"metadata": {FORM_KEY: "base64"}}]}}, "content")
-    assert out == {"task": {"history": [{}]}}
+    marked = Message(
+        message_id="m",
+        role=Role.USER,
+        parts=[Part(text="x")],
+        metadata={FORM_KEY: "base64", "k": 1},
+    )
+    task = Task(
+        id="t",
+        context_id="c",
+        status=TaskStatus(state=TaskState.COMPLETED),
+        history=[marked, msgspec.structs.replace(marked, metadata={FORM_KEY: "content"})],
+    )
+    # Neither 0.3 form of the task (proto bindings, JSON-RPC and push) carries the key.
+    for written in (proto.task_to_proto(task), translate.task_to_v03(task)):
+        assert [m.get("metadata") for m in written["history"]] == [{"k": 1}, None]
 
 
 def test_files_out_writes_the_sdk_form() -> None:

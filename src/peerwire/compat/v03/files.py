@@ -20,8 +20,8 @@ message) before ``*_from_proto`` and after ``*_to_proto``: the 1.0 model never s
 A server answers each caller in the form its task's files arrived in: ``files_in`` with
 ``mark=True`` records the form of a message that carried file bytes in the message's metadata
 (``FORM_KEY``), so the form is kept with the task's history by every store (it survives a
-restart, and another replica reads it); ``form_of_history`` finds it again. ``files_out``
-leaves the key out of what 0.3 callers get.
+restart, and another replica reads it); ``form_of_history`` finds it again. The message
+writers of ``translate`` and ``proto`` leave the key out of what 0.3 callers get.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from typing import Any, Literal, get_args
 
 from ...errors import PeerwireError
-from .translate import Doc, bad
+from .translate import FILE_FORM_KEY, Doc, bad
 
 __all__ = [
     "FILE_BYTES_SETTINGS",
@@ -57,8 +57,9 @@ FileForm = Literal["content", "base64"]
 
 FILE_BYTES_SETTINGS: tuple[FileBytes, ...] = get_args(FileBytes)
 
-FORM_KEY = "https://peerwire.dev/a2a-0.3/file-bytes"
-"""Message metadata key: the form the message's file bytes arrived in over 0.3."""
+FORM_KEY = FILE_FORM_KEY
+"""Message metadata key: the form the message's file bytes arrived in over 0.3 (the message
+writers of ``translate`` and ``proto`` leave it out)."""
 
 _CANONICAL = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 _FILE_KEYS = ("fileWithBytes", "file_with_bytes")
@@ -165,33 +166,15 @@ def files_in(
 
 
 def files_out(document: Any, form: FileForm) -> Any:
-    """``document`` (ProtoJSON, rewritten in place) with its file bytes in ``form`` and no
-    ``FORM_KEY`` in its messages' metadata."""
+    """``document`` (ProtoJSON, rewritten in place) with its file bytes in ``form``."""
 
     def visit(holder: Doc, key: str, where: str) -> None:
         if form == "base64":
             holder[key] = base64.b64encode(holder[key].encode("ascii")).decode("ascii")
 
-    _walk(document, visit, "body")
-    _drop_marks(document)
+    if form == "base64":
+        _walk(document, visit, "body")
     return document
-
-
-def _drop_marks(value: Any) -> None:
-    if isinstance(value, dict):
-        metadata = value.get("metadata")
-        if isinstance(metadata, dict) and FORM_KEY in metadata:
-            rest = {k: v for k, v in metadata.items() if k != FORM_KEY}
-            if rest:
-                value["metadata"] = rest
-            else:
-                del value["metadata"]
-        for key, member in value.items():
-            if key not in _OPAQUE:
-                _drop_marks(member)
-    elif isinstance(value, list):
-        for member in value:
-            _drop_marks(member)
 
 
 def has_file_bytes(document: Any) -> bool:

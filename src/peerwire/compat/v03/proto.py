@@ -53,6 +53,7 @@ from .translate import (
     bad,
     builtins_of,
     copy,
+    copy_message_metadata,
     decode_as,
     items,
     obj,
@@ -255,7 +256,8 @@ def _message_out(message: Doc) -> Doc:
     copy(message, out, "contextId", "taskId")
     out["role"] = message.get("role", Role.AGENT.value)
     out["content"] = [_part_out(p) for p in message.get("parts", ())]
-    copy(message, out, "metadata", "extensions")
+    copy_message_metadata(message, out)
+    copy(message, out, "extensions")
     return out
 
 
