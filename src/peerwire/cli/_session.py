@@ -21,6 +21,7 @@ import typer
 from ..client import Client, default_card_cache
 from ..client._card import card_url
 from ..client._client import DEFAULT_BINDINGS
+from ..compat.v03.files import FileBytes
 from ..errors import A2AError, AuthenticationError, PeerwireError
 from ..server.app import INTERFACE_NAMES
 from ..types import AgentCard, TaskState
@@ -134,7 +135,7 @@ async def connect(
     *,
     auth: CallerAuth = NO_AUTH,
     http: httpx.AsyncClient | None = None,
-    v03_file_bytes: str = "auto",
+    v03_file_bytes: FileBytes = "auto",
 ) -> AsyncIterator[Client]:
     """A client for the agent at ``url``, on the card's interface of ``binding`` if given,
     sending ``auth``'s headers and the credentials of it the card asks for.

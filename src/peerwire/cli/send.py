@@ -21,6 +21,7 @@ import typer
 from rich.text import Text
 
 from ..client import Client, Payload
+from ..compat.v03.files import check_file_bytes
 from ..errors import A2ATimeoutError
 from ..protocol import ends_blocking_wait
 from ..types import Message, SendMessageResponse, Task, TaskState
@@ -121,7 +122,7 @@ def send_command(
 
     async def main() -> int:
         async with connect(
-            url, binding, timeout, auth=auth, v03_file_bytes=v03_file_bytes.value
+            url, binding, timeout, auth=auth, v03_file_bytes=check_file_bytes(v03_file_bytes.value)
         ) as client:
             call = _Call(client, url, outgoing, json, timeout, auth)
             if no_wait:

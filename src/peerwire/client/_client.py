@@ -181,7 +181,7 @@ class Client:
         cancel_on_exit: bool = False,
         card_ttl: float | None = DEFAULT_CARD_TTL,
         fallback: AgentCard | str | None = None,
-        v03_file_bytes: str = "auto",
+        v03_file_bytes: FileBytes = "auto",
     ) -> _Connect:
         """Fetch the agent's card from ``url`` and connect to its first usable interface.
 

@@ -86,7 +86,7 @@ def create_app(
     rest_path: str | None = "/rest",
     lenient_version: bool = False,
     serve_v03: bool = True,
-    v03_file_bytes: str | Mapping[str, str] = "auto",
+    v03_file_bytes: FileBytes | Mapping[str, FileBytes] = "auto",
     max_working: int = 10_000,
     shutdown_grace: float = 10.0,
     max_body_bytes: int = 10 * 1024 * 1024,
@@ -364,7 +364,9 @@ def create_app(
     )
 
 
-def _file_bytes_settings(setting: str | Mapping[str, str]) -> tuple[FileBytes, FileBytes]:
+def _file_bytes_settings(
+    setting: FileBytes | Mapping[str, FileBytes],
+) -> tuple[FileBytes, FileBytes]:
     """The ``v03_file_bytes`` of HTTP+JSON and of gRPC; a bad setting or binding name raises
     ``FileBytesSettingError`` (a ``ValueError``) naming the valid ones."""
     if isinstance(setting, str):
