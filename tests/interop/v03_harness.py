@@ -5,11 +5,15 @@ releases, a2a-sdk 0.3 (sdk03_peer/, in its own venv: sdk03_env.py) and @a2a-js/s
 Both peers have the same two scripts, so a test names the SDK and gets the same behaviour:
 
 * an agent (``start_server(sdk)``), a Glossary Agent serving 0.3 over JSON-RPC, HTTP+JSON and
-  gRPC with a 0.3 card (record, sealed class, "" asks for input, slow, anything else fails);
+  gRPC with a 0.3 card (record, sealed class, "" asks for input, slow, anything else fails;
+  a file is answered with its bytes as text and a file "got:" + its content), pushing with
+  its SDK's own notification sender;
 * a client (``run_client(sdk, url, binding)``) that runs the scenarios card, send, stream,
   get, input_required, cancel, subscribe and errors against an agent's base URL over one
   binding, in one process, and prints one JSON line per thing it saw (``scenario``, ``op``,
   then the 0.3 JSON of it; or ``error``). ``lines_of(lines, scenario, op)`` picks them out.
+  ``files`` and ``push`` (a webhook on the SDK's own web framework) run when named
+  (``run_client(sdk, url, binding, "files,push")``).
 
 Nothing here imports an SDK: their generated protobuf registers ``a2a.v1``, as ours does.
 """

@@ -220,6 +220,35 @@ async def test_a_body_that_is_no_notification_is_refused(body: bytes) -> None:
         )
 
 
+async def test_a_0_3_notification_is_the_bare_0_3_task() -> None:
+    # As a2a-sdk 0.3 and @a2a-js/sdk 0.3 send it (tests/interop run them).
+    body = json.dumps(
+        {
+            "kind": "task",
+            "id": "task-1",
+            "contextId": "ctx-1",
+            "status": {"state": "completed", "timestamp": "2026-01-01T00:00:00.000Z"},
+            "artifacts": [{"artifactId": "a", "parts": [{"kind": "text", "text": "done"}]}],
+        }
+    ).encode()
+    got = await verify_notification(
+        {TOKEN_HEADER: "tok"}, body, token="tok", expected_task_ids={"task-1"}
+    )
+    assert got.task is not None and got.task.status.state is TaskState.COMPLETED
+    assert got.task.artifacts[0].text == "done"
+    with pytest.raises(PermissionDeniedError):
+        await verify_notification(
+            {TOKEN_HEADER: "tok"}, body, token="tok", expected_task_ids={"task-2"}
+        )
+    with pytest.raises(InvalidRequestError, match=r"not an A2A 0\.3 Task"):
+        await verify_notification(
+            {TOKEN_HEADER: "tok"},
+            b'{"kind": "task", "id": "task-1", "status": {"state": "nope"}}',
+            token="tok",
+            expected_task_ids={"task-1"},
+        )
+
+
 async def test_an_oversized_body_is_refused_before_it_is_parsed() -> None:
     check = NotificationVerifier(token="tok", expected_task_ids={"task-1"}, max_body_bytes=64)
     with pytest.raises(InvalidRequestError, match="larger than 64"):

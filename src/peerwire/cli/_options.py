@@ -14,11 +14,13 @@ __all__ = [
     "BearerOption",
     "BindingName",
     "BindingOption",
+    "FileBytesName",
     "HeaderOption",
     "JsonOption",
     "TaskIdArgument",
     "TimeoutOption",
     "UrlArgument",
+    "V03FileBytesOption",
 ]
 
 UrlArgument = Annotated[
@@ -112,5 +114,24 @@ ApiKeyOption = Annotated[
         ),
         show_default=False,
         rich_help_panel=_AUTH_PANEL,
+    ),
+]
+
+
+class FileBytesName(enum.StrEnum):
+    """The names ``--v03-file-bytes`` takes (``peerwire.compat.v03.files.FileBytes``)."""
+
+    auto = "auto"
+    content = "content"
+    base64 = "base64"
+
+
+V03FileBytesOption = Annotated[
+    FileBytesName,
+    typer.Option(
+        "--v03-file-bytes",
+        case_sensitive=False,
+        help="File bytes to an A2A 0.3 agent over HTTP+JSON or gRPC: base64 sends the base64 "
+        "text a2a-sdk agents expect; auto and content send the content (docs/COMPATIBILITY.md).",
     ),
 ]

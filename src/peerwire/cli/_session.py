@@ -21,6 +21,7 @@ import typer
 from ..client import Client, default_card_cache
 from ..client._card import card_url
 from ..client._client import DEFAULT_BINDINGS
+from ..compat.v03.files import FileBytes
 from ..errors import A2AError, AuthenticationError, PeerwireError
 from ..server.app import INTERFACE_NAMES
 from ..types import AgentCard, TaskState
@@ -134,12 +135,13 @@ async def connect(
     *,
     auth: CallerAuth = NO_AUTH,
     http: httpx.AsyncClient | None = None,
+    v03_file_bytes: FileBytes = "auto",
 ) -> AsyncIterator[Client]:
     """A client for the agent at ``url``, on the card's interface of ``binding`` if given,
     sending ``auth``'s headers and the credentials of it the card asks for.
 
     ``http`` is the HTTP client to use (the demo's records the wire); by default one is made
-    and closed here.
+    and closed here. ``v03_file_bytes``: as for ``Client.connect``.
     """
     async with contextlib.AsyncExitStack() as stack:
         if http is None:
@@ -168,6 +170,7 @@ async def connect(
                 headers=auth.headers,
                 http_client=http,
                 credentials=auth.credentials,
+                v03_file_bytes=v03_file_bytes,
             )
         )
         unused = auth.unused_flags(client.card)

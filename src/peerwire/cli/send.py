@@ -22,6 +22,7 @@ import typer
 from rich.text import Text
 
 from ..client import Client, Payload, Settling
+from ..compat.v03.files import check_file_bytes
 from ..errors import A2ATimeoutError
 from ..protocol import ends_blocking_wait
 from ..types import Message, SendMessageResponse, Task, TaskState
@@ -32,10 +33,12 @@ from ._options import (
     ApiKeyOption,
     BearerOption,
     BindingOption,
+    FileBytesName,
     HeaderOption,
     JsonOption,
     TimeoutOption,
     UrlArgument,
+    V03FileBytesOption,
 )
 from ._render import (
     Silent,
@@ -95,6 +98,7 @@ def send_command(
     header: HeaderOption = None,
     bearer: BearerOption = None,
     api_key: ApiKeyOption = None,
+    v03_file_bytes: V03FileBytesOption = FileBytesName.auto,
 ) -> None:
     """Send one message to an agent and show what it answers (--stream: as it happens).
 
@@ -118,7 +122,9 @@ def send_command(
     )
 
     async def main() -> int:
-        async with connect(url, binding, timeout, auth=auth) as client:
+        async with connect(
+            url, binding, timeout, auth=auth, v03_file_bytes=check_file_bytes(v03_file_bytes.value)
+        ) as client:
             call = _Call(client, url, outgoing, json, timeout, auth)
             if no_wait:
                 return await call.no_wait()

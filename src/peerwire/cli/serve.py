@@ -21,6 +21,7 @@ from ..server.app import INTERFACE_NAMES
 from ..server.stores import TaskStore, open_store
 from ._app import app
 from ._logs import LogFormatName, LogFormatOption, LogLevelOption
+from ._options import FileBytesName
 from ._scale import LeaseTtl, ReclaimIdle, SweepEvery, event_bus, work_queue
 from ._tracing import TracingName, install_tracing
 
@@ -197,6 +198,15 @@ def serve_command(
             help="Also serve A2A 0.3 callers (JSON-RPC and HTTP+JSON; docs/COMPATIBILITY.md).",
         ),
     ] = True,
+    v03_file_bytes: Annotated[
+        FileBytesName,
+        typer.Option(
+            case_sensitive=False,
+            help="How A2A 0.3 file bytes are read over HTTP+JSON and gRPC: auto tells "
+            "a2a-sdk's base64 text from the content; content or base64 forces one "
+            "(docs/COMPATIBILITY.md).",
+        ),
+    ] = FileBytesName.auto,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = LogFormatName.text,
     access_log: Annotated[
@@ -379,6 +389,7 @@ def serve_command(
         max_body_bytes=max_body_bytes,
         lenient_version=lenient_version,
         serve_v03=v03,
+        v03_file_bytes=v03_file_bytes.value,
         grpc=grpc,
         grpc_port=grpc_port,
         grpc_public_address=grpc_public_address,

@@ -17,6 +17,7 @@ import anyio
 import httpx
 import msgspec
 
+from ..compat.v03.files import FileBytes, check_file_bytes
 from ..compat.v03.version import PROTOCOL_VERSION as V03
 from ..compat.v03.version import speaks_v03
 from ..errors import (
@@ -179,6 +180,7 @@ class Client:
         cancel_on_exit: bool = False,
         card_ttl: float | None = DEFAULT_CARD_TTL,
         fallback: AgentCard | str | None = None,
+        v03_file_bytes: FileBytes = "auto",
     ) -> _Connect:
         """Fetch the agent's card from ``url`` and connect to its first usable interface.
 
@@ -227,6 +229,13 @@ class Client:
         agent that deduplicates messages). ``fallback`` (an ``AgentCard``, or a URL whose card
         to fetch) stands in when the agent's card cannot be fetched.
 
+        ``v03_file_bytes`` is how file bytes go to and come from an A2A 0.3 agent over
+        HTTP+JSON and gRPC, where the 0.3 SDKs disagree (docs/COMPATIBILITY.md): ``"auto"``
+        (default) reads either form and sends the content, as the proto means it (@a2a-js,
+        peerwire); ``"base64"`` sends (and reads) the base64 text a2a-sdk agents expect;
+        ``"content"`` reads and sends the content only. Another value raises
+        ``FileBytesSettingError`` (a ``ValueError``).
+
         Await the result, or use it as ``async with Client.connect(...) as client``.
         """
         return _Connect(
@@ -247,6 +256,7 @@ class Client:
                 cancel_on_exit=cancel_on_exit,
                 card_ttl=card_ttl,
                 fallback=fallback,
+                v03_file_bytes=check_file_bytes(v03_file_bytes),
             )
         )
 
@@ -270,6 +280,7 @@ class Client:
         cancel_on_exit: bool = False,
         card_ttl: float | None = DEFAULT_CARD_TTL,
         fallback: AgentCard | str | None = None,
+        v03_file_bytes: FileBytes = "auto",
     ) -> Client:
         if app is not None and http_client is not None:
             raise ValueError("pass either app= (in-process) or http_client=, not both")
@@ -309,6 +320,7 @@ class Client:
                     stream_idle_timeout=stream_idle_timeout,
                     in_process=app is not None,
                     client_tls=credentials.client_tls() if credentials is not None else None,
+                    v03_file_bytes=v03_file_bytes,
                 )
                 interface, transport = _choose(card, location, bindings, settings)
         except BaseException:

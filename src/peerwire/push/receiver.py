@@ -21,7 +21,9 @@ id: A2A spec §4.3.3, where §13.2 only says SHOULD):
    those keys (``alg`` on the allow-list, no ``none``), not expired, issued by ``issuer`` (the
    agent's public URL) for ``audience`` (your webhook URL), whose ``bodySha256`` is the body's
    and whose ``taskId`` is the body's task.
-4. The body is one ``StreamResponse``, about a task ``expected_task_ids`` accepts.
+4. The body is one ``StreamResponse``, about a task ``expected_task_ids`` accepts; or, from an
+   agent notifying a config registered over A2A 0.3, the bare 0.3 Task (``"kind": "task"``,
+   as both 0.3 SDKs send it), returned as a ``StreamResponse`` holding that task.
 
 Refusals raise ``AuthenticationError`` (answer 401), ``PermissionDeniedError`` for a task you
 do not expect (403), ``InvalidRequestError`` for a body that is not a notification (400) and
@@ -36,7 +38,9 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 import httpx
+import msgspec
 
+from ..compat.v03.translate import task_from_v03
 from ..errors import (
     A2AError,
     AuthenticationError,
@@ -190,6 +194,18 @@ def _check_secret(presented: str | None, expected: str, name: str) -> None:
 
 
 def _decode(body: bytes) -> StreamResponse:
+    try:
+        document = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        raise InvalidRequestError(f"The notification body is not JSON: {exc}") from None
+    if isinstance(document, dict) and document.get("kind") == "task":
+        # A 0.3 notification: a 1.0 StreamResponse has no "kind".
+        try:
+            return StreamResponse(task=task_from_v03(document, "body"))
+        except A2AError as exc:
+            raise InvalidRequestError(
+                f"The notification body is not an A2A 0.3 Task: {exc}"
+            ) from None
     try:
         return decode(body, StreamResponse)
     except A2AError as exc:

@@ -24,13 +24,14 @@ from ..bindings.sse import event_framer, frame
 from ..compat.v03 import errors as v03_errors
 from ..compat.v03 import jsonrpc as v03_jsonrpc
 from ..compat.v03 import rest as v03_rest
+from ..compat.v03.files import FORM_KEY, FileBytes, FileForm, form_of_history, has_file_bytes
 from ..compat.v03.translate import event_to_v03
 from ..compat.v03.version import PROTOCOL_VERSION as V03
 from ..errors import A2AError, ContentTypeNotSupportedError, InternalError
 from ..ops import tracing
 from ..protocol import active_extensions, format_extensions, parse_extensions
 from ..security.principal import Principal
-from ..types import encode
+from ..types import Encoded, GetTaskRequest, encode
 from ._authn import challenge_headers
 from ._http import (
     Headers,
@@ -47,7 +48,7 @@ from .dispatch import CallContext, Dispatcher, TaskStream
 if TYPE_CHECKING:
     from ..security import Authenticator
 
-__all__ = ["V03Server"]
+__all__ = ["V03Server", "answer_form"]
 
 log = logging.getLogger("peerwire.server")
 
@@ -56,6 +57,44 @@ _JSON = b"application/json"
 _ERROR_EVENT = b"error"
 # The A2A operation of each dispatcher method: a 0.3 request is metered under its 1.0 name.
 _OPERATION_OF = {method.operation: method.name for method in METHODS.values()}
+
+
+# The operations whose answers can carry file bytes, and the task each names.
+_TASK_OPERATIONS = frozenset(
+    ("SendMessage", "SendStreamingMessage", "GetTask", "CancelTask", "SubscribeToTask")
+)
+
+
+async def answer_form(
+    dispatcher: Dispatcher, setting: FileBytes, operation: str, request: Any, call: CallContext
+) -> FileForm:
+    """The form of the 0.3 proto file bytes answering ``request`` (docs/COMPATIBILITY.md): the
+    interface's setting when it forces one; else the form the request's own files arrived
+    in; else the one its task's files last arrived in (kept in the task's history, so a
+    restart or another replica answers alike); else the proto's, the content."""
+    if setting != "auto":
+        return setting
+    if operation not in _TASK_OPERATIONS:
+        return "content"
+    message = getattr(request, "message", None)
+    if message is not None:
+        if message.metadata and message.metadata.get(FORM_KEY) in ("content", "base64"):
+            form: FileForm = message.metadata[FORM_KEY]
+            return form
+        task_id = message.task_id
+    else:
+        task_id = getattr(request, "id", None)
+    if not task_id:
+        return "content"
+    try:
+        task = await dispatcher.get_task(
+            GetTaskRequest(id=task_id, tenant=getattr(request, "tenant", "")), call
+        )
+    except A2AError:
+        return "content"  # the answer will say why; it has no files to write
+    if isinstance(task, Encoded):
+        task = task.decode()
+    return form_of_history(m.metadata for m in task.history) or "content"
 
 
 class V03Server:
@@ -70,8 +109,10 @@ class V03Server:
         supported_extensions: Iterable[str] = (),
         required_extensions: Iterable[str] = (),
         authenticator: Authenticator | None = None,
+        file_bytes: FileBytes = "auto",
     ) -> None:
         self.dispatcher = dispatcher
+        self.file_bytes = file_bytes  # how 0.3 REST file bytes are read (compat.v03.files)
         self.bindings = frozenset(bindings)
         self.keepalive_seconds = keepalive_seconds
         self._supported_extensions = tuple(supported_extensions)
@@ -227,7 +268,9 @@ class V03Server:
                     "REST request bodies must be application/json, not "
                     f"{(headers.content_type or b'(none)').decode(errors='replace')!r}"
                 )
-            request = v03_rest.build_request(match, query=scope.get("query_string", b""), body=body)
+            request = v03_rest.build_request(
+                match, query=scope.get("query_string", b""), body=body, file_bytes=self.file_bytes
+            )
             extensions = self._extensions(scope, headers)
         except A2AError as error:
             await self.rest_error(send, error)
@@ -244,7 +287,17 @@ class V03Server:
                 route.dispatch, request, context, route.operation, traced, route.streaming
             )
             if not route.streaming:
-                payload = v03_rest.encode_result(route, result, card_bindings=self.bindings)
+                document = v03_rest.result_document(route, result, card_bindings=self.bindings)
+                form: FileForm = "content"
+                if has_file_bytes(document):
+                    form = await answer_form(
+                        self.dispatcher, self.file_bytes, route.operation, request, context
+                    )
+                payload = v03_rest.encode_result(document, form)
+            else:
+                form = await answer_form(
+                    self.dispatcher, self.file_bytes, route.operation, request, context
+                )
         except A2AError as error:
             await self.rest_error(send, error, extra=extra)
             if meter is not None:
@@ -260,7 +313,7 @@ class V03Server:
             receive,
             send,
             result,
-            event_frame=lambda item: frame(v03_rest.encode_event(item)),
+            event_frame=lambda item: frame(v03_rest.encode_event(item, form)),
             error_frame=lambda error: frame(v03_errors.rest_error(error)[1], _ERROR_EVENT),
             keepalive_seconds=self.keepalive_seconds,
             extra=extra,

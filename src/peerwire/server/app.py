@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from ..compat.v03.files import FileBytes, FileBytesSettingError, check_file_bytes
 from ..delegation import DelegationHub
 from ..httpd import HTTPLimits, ServerTLS
 from ..ops import Readiness, configure_logging
@@ -91,6 +92,7 @@ def create_app(
     rest_path: str | None = "/rest",
     lenient_version: bool = False,
     serve_v03: bool = True,
+    v03_file_bytes: FileBytes | Mapping[str, FileBytes] = "auto",
     max_working: int = 10_000,
     shutdown_grace: float = 10.0,
     max_body_bytes: int = 10 * 1024 * 1024,
@@ -136,6 +138,11 @@ def create_app(
     the header gets the 1.0 card); a 0.3 request is told by its shape (its method name, its
     ``/v1/...`` route), not by ``lenient_version``.
     Off, 0.3 methods get -32601 and 0.3 routes 404.
+    ``v03_file_bytes`` is how 0.3 file bytes are read over HTTP+JSON and gRPC, whose SDKs
+    disagree (``peerwire.compat.v03.files``): ``"auto"`` (default) tells the two forms apart
+    and answers each task in the form its files arrived in; ``"content"`` or ``"base64"``
+    (a2a-sdk's) reads and answers in that one form; a mapping sets it per binding
+    (``{"grpc": "base64"}``; keys ``"rest"``, ``"grpc"``; bindings left out: ``"auto"``).
     ``keepalive_seconds``: how long an idle stream waits before a keep-alive comment.
     ``rest_path`` is where the HTTP+JSON binding lives (``None``: not served).
     ``grpc_port`` also serves the gRPC binding (needs grpcio), started in the app's lifespan
@@ -251,6 +258,7 @@ def create_app(
     push_policy, deliverer, documents = _push(push_settings, task_store, template, meters)
 
     # The bindings the card offers A2A 0.3 on (its 0.3 members; see publish's signatures).
+    rest_file_bytes, grpc_file_bytes = _file_bytes_settings(v03_file_bytes)
     v03_bindings = v03_bindings_of(
         serve_v03=serve_v03, rest=rest_path is not None, grpc=grpc_port is not None
     )
@@ -337,6 +345,7 @@ def create_app(
                     tls=grpc_tls,
                     serve_v03=serve_v03,
                     v03_bindings=v03_bindings,
+                    v03_file_bytes=grpc_file_bytes,
                 ) as bound:
                     grpc_bound[:] = [bound]
                     public_host = urlsplit(template).hostname or grpc_host
@@ -378,6 +387,27 @@ def create_app(
         serve_v03=serve_v03,
         v03_bindings=v03_bindings,
         card_signer=None if signer is None else signer.signature,
+        v03_file_bytes=rest_file_bytes,
+    )
+
+
+def _file_bytes_settings(
+    setting: FileBytes | Mapping[str, FileBytes],
+) -> tuple[FileBytes, FileBytes]:
+    """The ``v03_file_bytes`` of HTTP+JSON and of gRPC; a bad setting or binding name raises
+    ``FileBytesSettingError`` (a ``ValueError``) naming the valid ones."""
+    if isinstance(setting, str):
+        one = check_file_bytes(setting)
+        return one, one
+    unknown = set(setting) - {"rest", "grpc"}
+    if unknown:
+        raise FileBytesSettingError(
+            f"v03_file_bytes names bindings 'rest' and 'grpc' (0.3 JSON-RPC has one form), "
+            f"not {', '.join(sorted(map(repr, unknown)))}"
+        )
+    return (
+        check_file_bytes(setting.get("rest", "auto"), "v03_file_bytes['rest']"),
+        check_file_bytes(setting.get("grpc", "auto"), "v03_file_bytes['grpc']"),
     )
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..bindings import jsonrpc
 from ..bindings.sse import event_framer, frame
+from ..compat.v03.files import FileBytes
 from ..compat.v03.jsonrpc import is_v03_method
 from ..errors import (
     A2AError,
@@ -95,6 +96,7 @@ class A2AApp:
         serve_v03: bool = True,
         v03_bindings: Collection[str] | None = None,
         card_signer: DocumentSigner | None = None,
+        v03_file_bytes: FileBytes = "auto",
         routes: Mapping[str, ASGIApp] | None = None,
         readiness: health.Readiness | None = None,
         access_log: bool = False,
@@ -111,7 +113,8 @@ class A2AApp:
         on (``card.v03_bindings_of``). The card is served in two forms then: the 1.0 card to a
         request whose ``A2A-Version`` names 1.x, the dual document to the others
         (``card.CardForms``); ``card_signer`` signs the dual document as served (the card's
-        own signatures are over its 1.0 members).
+        own signatures are over its 1.0 members). ``v03_file_bytes``: how 0.3 REST file bytes
+        are read (``compat.v03.files``).
 
         ``routes``: exact paths served by an ASGI app of their own (``/metrics``), before
         every A2A route, without A2A authentication (each checks what it needs itself) and
@@ -190,6 +193,7 @@ class A2AApp:
                 supported_extensions=self._supported_extensions,
                 required_extensions=self._required_extensions,
                 authenticator=authenticator,
+                file_bytes=v03_file_bytes,
             )
             if serve_v03
             else None

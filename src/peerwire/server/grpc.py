@@ -46,6 +46,7 @@ import grpc.aio
 from ..bindings.grpc.convert import from_bytes, to_bytes
 from ..bindings.grpc.service import RPCS, SERVICE, Rpc
 from ..bindings.grpc.status import DETAILS_KEY, encode_status
+from ..compat.v03.files import FileBytes, FileForm, has_file_bytes
 from ..compat.v03.grpc import RPCS_V03, SERVICE_V03, RpcV03, card_message
 from ..compat.v03.grpc_status import encode_status_v03
 from ..compat.v03.version import PROTOCOL_VERSION as V03
@@ -56,6 +57,7 @@ from ..protocol import active_extensions, check_version, format_extensions, pars
 from ..security.credentials import PeerCertificate, RequestCredentials
 from ..types import AgentCard, Encoded, Model
 from ._authn import challenge_headers
+from ._v03 import answer_form
 from .dispatch import CallContext, Dispatcher, TaskStream
 
 if TYPE_CHECKING:
@@ -248,9 +250,11 @@ class GrpcServiceV03:
         *,
         authenticator: Authenticator | None = None,
         v03_bindings: Collection[str] | None = None,
+        v03_file_bytes: FileBytes = "auto",
     ) -> None:
         self.dispatcher = dispatcher
         self.authenticator = authenticator
+        self.file_bytes = v03_file_bytes  # how 0.3 file bytes are read (compat.v03.files)
         # The bindings that serve 0.3 (the 0.3 card names its endpoint among them); None:
         # the card's interfaces at 0.3, else all of them.
         self.v03_bindings = v03_bindings
@@ -291,7 +295,13 @@ class GrpcServiceV03:
                     result = await traced.run(operation, request, call)
                 if public_card:
                     return card_message(result, self.v03_bindings)
-                return rpc.write_response(result)
+                document = rpc.response_document(result)
+                form: FileForm = "content"
+                if has_file_bytes(document):
+                    form = await answer_form(
+                        self.dispatcher, self.file_bytes, rpc.operation, request, call
+                    )
+                return rpc.write_document(document, form)
             except A2AError as error:
                 await _abort(context, error, self.authenticator, encode_status_v03)
             except Exception:
@@ -318,10 +328,13 @@ class GrpcServiceV03:
                     metadata = context.invocation_metadata() or ()
                     traced = self._spans.start(dispatch, metadata, request)
                     stream = await traced.run(operation, request, call, streaming=True)
+                form = await answer_form(
+                    self.dispatcher, self.file_bytes, rpc.operation, request, call
+                )
                 async for event in stream:
                     if traced is not None:
                         traced.counted(event)
-                    yield rpc.write_response(event)
+                    yield rpc.write_response(event, form)
             except A2AError as error:
                 if traced is not None:
                     traced.failed(error)
@@ -347,7 +360,7 @@ class GrpcServiceV03:
         principal = None
         if self.authenticator is not None:
             principal = await self.authenticator.authenticate(call_credentials(context))
-        request = rpc.read_request(payload)
+        request = rpc.read_request(payload, self.file_bytes, mark=True)
         requested = [
             value
             for key, value in context.invocation_metadata() or ()
@@ -425,6 +438,7 @@ async def start_grpc_server(
     tls: ServerTLS | None = None,
     serve_v03: bool = True,
     v03_bindings: Collection[str] | None = None,
+    v03_file_bytes: FileBytes = "auto",
 ) -> tuple[grpc.aio.Server, int]:
     """Start serving ``dispatcher`` over gRPC on ``host:port``; ``0``: a free port.
 
@@ -432,7 +446,8 @@ async def start_grpc_server(
     with TLS, and mutual TLS when it requires client certificates (``None``: plaintext).
     ``serve_v03`` also serves A2A 0.3 (``a2a.v1.A2AService``) beside 1.0; ``v03_bindings``
     are the bindings of the card that serve 0.3 (its 0.3 form, from GetAgentCard, lists
-    those; ``None``: the card's interfaces at 0.3, else all).
+    those; ``None``: the card's interfaces at 0.3, else all); ``v03_file_bytes``: how its
+    0.3 file bytes are read (``compat.v03.files``).
     Returns the started server and the port it is bound to. Stop it with ``await
     server.stop(grace)``. Raises ``CannotListenError`` (an ``OSError``) when the address
     cannot be bound, saying why (``cannot listen for gRPC on 127.0.0.1:50051: [Errno 98]
@@ -452,7 +467,12 @@ async def start_grpc_server(
         ).handler()
     ]
     if serve_v03:
-        v03 = GrpcServiceV03(dispatcher, authenticator=authenticator, v03_bindings=v03_bindings)
+        v03 = GrpcServiceV03(
+            dispatcher,
+            authenticator=authenticator,
+            v03_bindings=v03_bindings,
+            v03_file_bytes=v03_file_bytes,
+        )
         handlers.append(v03.handler())
     server.add_generic_rpc_handlers(handlers)
     address = grpc_address(host, port)
@@ -501,6 +521,7 @@ async def serving_grpc(
     tls: ServerTLS | None = None,
     serve_v03: bool = True,
     v03_bindings: Collection[str] | None = None,
+    v03_file_bytes: FileBytes = "auto",
 ) -> AsyncIterator[int]:
     """Serve gRPC for the duration of the block; yields the bound port (options as for
     ``start_grpc_server``).
@@ -518,6 +539,7 @@ async def serving_grpc(
         tls=tls,
         serve_v03=serve_v03,
         v03_bindings=v03_bindings,
+        v03_file_bytes=v03_file_bytes,
     )
     log.info("peerwire: serving gRPC on %s", grpc_address(host, bound))
     try:

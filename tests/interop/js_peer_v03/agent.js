@@ -17,6 +17,12 @@
 //                 continues it as above
 //   slow          a working status every 500 ms for 5 s, then completed; cancellable
 //   anything else failed, "I do not know the term '<term>'."
+//   a file part with bytes (whatever the text): completed, one artifact "mirror": a text part
+//                 with the file's `bytes` as the SDK read them (base64 text), then a file part
+//                 "out.bin" holding "got:" and the file's content
+//
+// Push notifications are on (the SDK's InMemoryPushNotificationStore and its
+// DefaultPushNotificationSender: the 0.3 Task as JSON, the token in X-A2A-Notification-Token).
 
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -96,7 +102,27 @@ class GlossaryExecutor {
 
     const term = textOf(userMessage).trim();
     const key = term.toLowerCase();
-    if (!key) {
+    const file = (userMessage?.parts ?? []).find((part) => part.kind === 'file' && part.file?.bytes !== undefined);
+    if (file) {
+      const got = Buffer.concat([Buffer.from('got:'), Buffer.from(file.file.bytes, 'base64')]);
+      bus.publish({
+        kind: 'artifact-update',
+        taskId,
+        contextId,
+        artifact: {
+          artifactId: 'mirror',
+          name: 'mirror',
+          parts: [
+            { kind: 'text', text: file.file.bytes },
+            {
+              kind: 'file',
+              file: { bytes: got.toString('base64'), mimeType: 'application/octet-stream', name: 'out.bin' },
+            },
+          ],
+        },
+      });
+      status('completed', undefined, true);
+    } else if (!key) {
       status('input-required', ASK_FOR_TERM, true);
     } else if (key === 'slow') {
       if (await this.#slow(taskId, () => status('working'))) {
@@ -164,9 +190,9 @@ const card = {
     { url: `${base}/a2a/rest`, transport: 'HTTP+JSON' },
     { url: `${HOST}:${grpcPort}`, transport: 'GRPC' },
   ],
-  capabilities: { streaming: true, pushNotifications: false },
-  defaultInputModes: ['text/plain'],
-  defaultOutputModes: ['text/plain'],
+  capabilities: { streaming: true, pushNotifications: true },
+  defaultInputModes: ['text/plain', 'application/octet-stream'],
+  defaultOutputModes: ['text/plain', 'application/octet-stream'],
   skills: [
     {
       id: 'define',

@@ -17,13 +17,22 @@
 //   subscribe       send "slow" with blocking false, resubscribe: the first event, then
 //                   cancel it ({"op": "cancel"}) and the rest of the events
 //   errors          get and cancel an unknown task: {"op": "error", "call": ..., "error": E}
+//   files           (not in `all`) a message with one file part (bytes FILE_B64, "in.bin"),
+//                   sent ({"op": "send"}), got ({"op": "get"}), then streamed ({"op": "stream"})
+//   push            (not in `all`) a webhook receiver of the SDK's own web framework (express,
+//                   on a free loopback port); "record" is sent with a push config (url, token
+//                   PUSH_TOKEN) and, once a notification of the finished task came (or 15 s
+//                   passed), {"op": "notification", "notification": {"contentType", "token",
+//                   "a2aVersion", "task"}} per notification received
 //
-// `all` runs them all in this order. A scenario that fails prints {"scenario": S, "error":
+// `all` runs the first eight in this order; --scenario also takes a comma-separated list. A scenario that fails prints {"scenario": S, "error":
 // {"type", "message", "code"?}} and the next one runs; the exit code is 3 if any failed.
 // `code` is the gRPC status code number, or the JSON-RPC error code, under the SDK's error.
 
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+
+import express from 'express';
 
 import {
   ClientFactory,
@@ -38,6 +47,11 @@ const TRANSPORTS = {
   grpc: () => new GrpcTransportFactory(),
 };
 const SCENARIOS = ['card', 'send', 'stream', 'get', 'input_required', 'cancel', 'subscribe', 'errors'];
+const SINGLE = ['files', 'push']; // not in `all`
+const FILE_B64 = 'AAH+/yBwZWVyd2lyZSCA'; // 00 01 fe ff " peerwire " 80: not base64 text
+const PUSH_TOKEN = 'push-token-0.3';
+const PUSH_WAIT_MS = 15_000;
+const TERMINAL = ['completed', 'failed', 'canceled', 'rejected'];
 const SCENARIO_TIMEOUT_MS = 20_000;
 const UNKNOWN_TASK = '00000000-0000-4000-8000-000000000000';
 
@@ -48,7 +62,8 @@ const { values: args } = parseArgs({
     scenario: { type: 'string' },
   },
 });
-if (!args.url || !(args.binding in TRANSPORTS) || ![...SCENARIOS, 'all'].includes(args.scenario)) {
+const chosen = args.scenario === 'all' ? SCENARIOS : (args.scenario ?? '').split(',');
+if (!args.url || !(args.binding in TRANSPORTS) || !chosen.every((s) => [...SCENARIOS, ...SINGLE].includes(s))) {
   console.error('usage: node client.js --url URL --binding jsonrpc|rest|grpc --scenario NAME|all');
   process.exit(2);
 }
@@ -78,8 +93,9 @@ const client = await factory.createFromUrl(args.url).catch((err) => {
   process.exit(3);
 });
 
-async function send(text, { task, blocking = true } = {}) {
-  const result = await client.sendMessage({ message: message(text, task), configuration: { blocking } });
+async function send(text, { task, blocking = true, push } = {}) {
+  const configuration = { blocking, ...(push ? { pushNotificationConfig: push } : {}) };
+  const result = await client.sendMessage({ message: message(text, task), configuration });
   emit('send', 'result', result);
   return result;
 }
@@ -128,6 +144,58 @@ const run = {
       emit('subscribe', 'event', next.value);
     }
   },
+  async files() {
+    const withFile = () => ({
+      kind: 'message',
+      messageId: randomUUID(),
+      role: 'user',
+      parts: [{ kind: 'file', file: { bytes: FILE_B64, mimeType: 'application/octet-stream', name: 'in.bin' } }],
+    });
+    const result = await client.sendMessage({ message: withFile(), configuration: { blocking: true } });
+    emit('send', 'result', result);
+    if (result.kind !== 'task') throw new Error(`expected a task, got ${result.kind}`);
+    emit('get', 'task', await client.getTask({ id: result.id }));
+    for await (const event of client.sendMessageStream({ message: withFile() })) {
+      emit('stream', 'event', event);
+    }
+  },
+  async push() {
+    const received = [];
+    let finished;
+    const done = new Promise((resolve) => {
+      finished = resolve;
+    });
+    const app = express();
+    app.post('/hook', express.json(), (req, res) => {
+      const task = req.body;
+      received.push({
+        contentType: req.get('content-type') ?? null,
+        token: req.get('x-a2a-notification-token') ?? null,
+        a2aVersion: req.get('a2a-version') ?? null,
+        task,
+      });
+      if (task?.kind !== 'task') {
+        res.status(400).end();
+        return;
+      }
+      if (TERMINAL.includes(task.status?.state)) finished();
+      res.status(200).end();
+    });
+    const server = await new Promise((resolve, reject) => {
+      const listening = app.listen(0, '127.0.0.1', (err) => (err ? reject(err) : resolve(listening)));
+    });
+    try {
+      const url = `http://127.0.0.1:${server.address().port}/hook`;
+      await send('record', { push: { url, token: PUSH_TOKEN } });
+      let timer;
+      await Promise.race([done, new Promise((resolve) => (timer = setTimeout(resolve, PUSH_WAIT_MS)))]);
+      clearTimeout(timer);
+      for (const notification of received) emit('notification', 'notification', notification);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  },
   async errors() {
     for (const [call, request] of [
       ['get', () => client.getTask({ id: UNKNOWN_TASK })],
@@ -146,7 +214,7 @@ const run = {
 };
 
 let failed = false;
-for (const name of args.scenario === 'all' ? SCENARIOS : [args.scenario]) {
+for (const name of chosen) {
   scenario = name;
   let timer;
   try {

@@ -22,27 +22,42 @@ Agent behaviour (message text, stripped and lower-cased), as sdk_peer/glossary_s
   * ``slow``         -> a working status update every 500 ms for 5 s, then completed;
                         cancellable.
   * anything else    -> failed, status message "I do not know the term '<term>'."
+  * a file part with bytes (whatever the text) -> completed, one artifact "mirror": a text
+                        part with the file's ``bytes`` as the SDK read them (base64 text),
+                        then a file part "out.bin" holding "got:" and the file's content.
+
+Push notifications are on (the SDK's in-memory config store and its BasePushNotificationSender:
+the 0.3 Task as JSON, the token in ``X-A2A-Notification-Token``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import logging
 
 import grpc
+import httpx
 import uvicorn
 from a2a.grpc import a2a_pb2_grpc
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.apps import A2ARESTFastAPIApplication, A2AStarletteApplication
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import (
+    BasePushNotificationSender,
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+    TaskUpdater,
+)
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
     AgentInterface,
     AgentSkill,
+    FilePart,
+    FileWithBytes,
     Part,
     Task,
     TaskState,
@@ -85,7 +100,27 @@ class GlossaryExecutor(AgentExecutor):
         def say(text: str):
             return updater.new_agent_message(parts=[Part(root=TextPart(text=text))])
 
-        if not key:
+        parts = context.message.parts if context.message is not None else []
+        files = [
+            p.root.file
+            for p in parts
+            if isinstance(p.root, FilePart) and isinstance(p.root.file, FileWithBytes)
+        ]
+        if files:
+            received = files[0]
+            got = b"got:" + base64.b64decode(received.bytes)
+            out = FileWithBytes(
+                bytes=base64.b64encode(got).decode(),
+                mime_type="application/octet-stream",
+                name="out.bin",
+            )
+            await updater.add_artifact(
+                parts=[Part(root=TextPart(text=received.bytes)), Part(root=FilePart(file=out))],
+                artifact_id="mirror",
+                name="mirror",
+            )
+            await updater.complete()
+        elif not key:
             await updater.requires_input(say(ASK_FOR_TERM), final=True)
         elif key == "slow":
             # Cancellation arrives as asyncio.CancelledError in one of these sleeps.
@@ -131,9 +166,9 @@ def build_card(port: int, grpc_port: int) -> AgentCard:
         ],
         protocol_version="0.3.0",
         version="1.0.0",
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
+        default_input_modes=["text/plain", "application/octet-stream"],
+        default_output_modes=["text/plain", "application/octet-stream"],
         skills=[
             AgentSkill(
                 id="define",
@@ -148,8 +183,12 @@ def build_card(port: int, grpc_port: int) -> AgentCard:
 
 async def serve(port: int, grpc_port: int) -> None:
     card = build_card(port, grpc_port)
+    push_configs = InMemoryPushNotificationConfigStore()
     handler = DefaultRequestHandler(
-        agent_executor=GlossaryExecutor(), task_store=InMemoryTaskStore()
+        agent_executor=GlossaryExecutor(),
+        task_store=InMemoryTaskStore(),
+        push_config_store=push_configs,
+        push_sender=BasePushNotificationSender(httpx.AsyncClient(timeout=10), push_configs),
     )
     # REST under /rest; JSON-RPC and the card added to the same app.
     app = A2ARESTFastAPIApplication(agent_card=card, http_handler=handler).build(rpc_url="/rest")

@@ -24,8 +24,17 @@ one JSON object ``{"scenario": S, "op": <operation>, <kind>: <0.3 JSON, camelCas
     errors          get and cancel an unknown task: {"op": "error", "call": ..., "error": E}
     ask             send "" (the agent asks for input): one send, the task left waiting
     continue        with --task-id and --context-id: send "record" on that task, then get it
+    files           a message with one file part (bytes FILE_B64, "in.bin"), sent: {"op":
+                    "send"}, then got ({"op": "get"}), then streamed ({"op": "stream"})
+    push            a webhook receiver of the SDK's own web framework (Starlette, on a free
+                    loopback port) reads what arrives as the SDK's Task; "record" is sent
+                    with a push config (url, token PUSH_TOKEN) in its configuration, and
+                    once a notification of the finished task came (or 15 s passed):
+                    {"op": "notification", "notification": {"contentType", "token",
+                    "a2aVersion", "task"}} per notification received
 
-``all`` runs the first eight in this order, in one process. A scenario that fails prints
+``all`` runs the first eight in this order, in one process; ``--scenario`` also takes a
+comma-separated list. A scenario that fails prints
 ``{"scenario": S, "error": {"type", "message", "code"?}}`` and the next one runs; the exit
 code is 3 if any failed. ``code`` is the JSON-RPC error code, the HTTP status, or the gRPC
 status name underneath the SDK's exception.
@@ -42,20 +51,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import socket
 import sys
 from typing import Any
 from uuid import uuid4
 
 import grpc
 import httpx
+import uvicorn
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientHTTPError, A2AClientJSONRPCError
 from a2a.client.transports.grpc import GrpcTransport
 from a2a.types import (
+    FilePart,
+    FileWithBytes,
     Message,
     MessageSendConfiguration,
     Part,
+    PushNotificationConfig,
     Role,
     Task,
     TaskIdParams,
@@ -64,10 +79,18 @@ from a2a.types import (
     TaskStatus,
     TextPart,
 )
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 BINDINGS = {"jsonrpc": "JSONRPC", "rest": "HTTP+JSON", "grpc": "GRPC"}
 SCENARIOS = ("card", "send", "stream", "get", "input_required", "cancel", "subscribe", "errors")
-SINGLE = ("ask", "continue")  # not in "all"
+SINGLE = ("ask", "continue", "files", "push")  # not in "all"
+FILE_B64 = "AAH+/yBwZWVyd2lyZSCA"  # b"\x00\x01\xfe\xff peerwire \x80": not base64 text
+PUSH_TOKEN = "push-token-0.3"
+PUSH_WAIT_S = 15
 SCENARIO_TIMEOUT_S = 20
 UNKNOWN_TASK = "00000000-0000-4000-8000-000000000000"
 
@@ -121,12 +144,16 @@ class Scenarios:
         line = {"scenario": self.scenario, "op": op, kind: to_json(value)}
         print(json.dumps(line), flush=True)
 
-    def client(self, *, streaming: bool) -> Client:
+    def client(self, *, streaming: bool, push: PushNotificationConfig | None = None) -> Client:
+        # A push config goes in the ClientConfig, as the SDK means it: one in a send's own
+        # configuration is turned into a dict by its merge (model_copy), which its REST and
+        # gRPC transports then fail on.
         config = ClientConfig(
             streaming=streaming,
             supported_transports=[self.binding],
             httpx_client=self.http,
             grpc_channel_factory=lambda url: grpc.aio.insecure_channel(grpc_target(url)),
+            push_notification_configs=[push] if push is not None else [],
         )
         return ClientFactory(config).create(self.card)
 
@@ -228,6 +255,88 @@ class Scenarios:
             else:
                 raise ScenarioError(f"{call} of an unknown task answered {to_json(value)}")
 
+    async def run_files(self) -> None:
+        file = FileWithBytes(bytes=FILE_B64, mime_type="application/octet-stream", name="in.bin")
+
+        def message() -> Message:
+            return Message(
+                message_id=str(uuid4()), role=Role.user, parts=[Part(root=FilePart(file=file))]
+            )
+
+        configuration = MessageSendConfiguration(blocking=True)
+        sent = [
+            r
+            async for r in self.client(streaming=False).send_message(
+                message(), configuration=configuration
+            )
+        ]
+        value = sent[0][0] if isinstance(sent[0], tuple) else sent[0]
+        self.emit("send", "result", value)
+        if not isinstance(value, Task):
+            raise ScenarioError("send_message answered with a message, expected a task")
+        got = await self.client(streaming=False).get_task(TaskQueryParams(id=value.id))
+        self.emit("get", "task", got)
+        async for event in self.client(streaming=True).send_message(message()):
+            self.emit_event("stream", event)
+
+    async def run_push(self) -> None:
+        received: list[dict[str, Any]] = []
+        finished = asyncio.Event()
+
+        async def hook(request: Request) -> Response:
+            try:
+                task = Task.model_validate_json(await request.body())
+            except ValidationError as exc:
+                received.append({"error": str(exc)})
+                return Response(status_code=400)
+            received.append(
+                {
+                    "contentType": request.headers.get("content-type"),
+                    "token": request.headers.get("x-a2a-notification-token"),
+                    "a2aVersion": request.headers.get("a2a-version"),
+                    "task": to_json(task),
+                }
+            )
+            if task.status.state in (TaskState.completed, TaskState.failed, TaskState.canceled):
+                finished.set()
+            return Response(status_code=200)
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        receiver = uvicorn.Server(
+            uvicorn.Config(
+                Starlette(routes=[Route("/hook", hook, methods=["POST"])]),
+                log_level="warning",
+                access_log=False,
+            )
+        )
+        serving = asyncio.create_task(receiver.serve(sockets=[sock]))
+        try:
+            while not receiver.started:
+                if serving.done():
+                    serving.result()
+                await asyncio.sleep(0.02)
+            push = PushNotificationConfig(url=f"http://127.0.0.1:{port}/hook", token=PUSH_TOKEN)
+            configuration = MessageSendConfiguration(blocking=True)
+            client = self.client(streaming=False, push=push)
+            sent = [
+                r
+                async for r in client.send_message(
+                    self.message("record"), configuration=configuration
+                )
+            ]
+            value = sent[0][0] if isinstance(sent[0], tuple) else sent[0]
+            self.emit("send", "result", value)
+            with contextlib.suppress(TimeoutError):  # the test says what did (not) arrive
+                await asyncio.wait_for(finished.wait(), PUSH_WAIT_S)
+            for notification in received:
+                self.emit("notification", "notification", notification)
+        finally:
+            receiver.should_exit = True
+            await serving
+            sock.close()
+
     async def run_ask(self) -> None:
         await self.send_for_task("")
 
@@ -282,11 +391,16 @@ def main() -> int:
     where.add_argument("--url", help="agent base URL (card at /.well-known/agent-card.json)")
     where.add_argument("--grpc-address", help="host:port: fetch the card with GetAgentCard")
     parser.add_argument("--binding", required=True, choices=sorted(BINDINGS))
-    parser.add_argument("--scenario", required=True, choices=[*SCENARIOS, *SINGLE, "all"])
+    parser.add_argument(
+        "--scenario", required=True, help="a scenario, a list of them (a,b), or all"
+    )
     parser.add_argument("--task-id", help="the task the continue scenario continues")
     parser.add_argument("--context-id", help="its context")
     args = parser.parse_args()
-    scenarios = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    scenarios = list(SCENARIOS) if args.scenario == "all" else args.scenario.split(",")
+    unknown = [s for s in scenarios if s not in (*SCENARIOS, *SINGLE)]
+    if unknown:
+        parser.error(f"unknown scenario(s) {', '.join(unknown)}")
     try:
         ok = asyncio.run(run(args, scenarios))
     except Exception as exc:  # the card could not be had

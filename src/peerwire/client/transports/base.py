@@ -26,6 +26,7 @@ import httpx
 from ...types import AgentInterface, StreamResponse
 
 if TYPE_CHECKING:
+    from ...compat.v03.files import FileBytes
     from ._exchange import HTTPExchange
 
 __all__ = [
@@ -119,6 +120,10 @@ class TransportSettings:
     client_tls: ClientTLS | None = None
     """TLS for transports that dial their own connections (gRPC): a client certificate, and
     the CAs to trust (the HTTP pool was built with the same, as an ``ssl.SSLContext``)."""
+
+    v03_file_bytes: FileBytes = "auto"
+    """How an A2A 0.3 HTTP+JSON or gRPC transport reads file bytes, and sends them
+    (``"base64"``: a2a-sdk's form; else the content): ``peerwire.compat.v03.files``."""
 
 
 class TransportFactory(Protocol):

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ...compat.v03.files import FileBytes, check_file_bytes, sending_form
 from ...compat.v03.grpc import RpcV03, by_operation
 from ...compat.v03.grpc_status import decode_status_v03
 from ...errors import A2AError, MethodNotFoundError, UnsupportedOperationError
@@ -46,6 +47,13 @@ class GrpcV03Transport(GrpcTransport):
 
     protocol_version = "0.3"
 
+    def __init__(self, url: str, *, v03_file_bytes: FileBytes = "auto", **options: Any) -> None:
+        """``v03_file_bytes``: how file bytes are read, and (``"base64"``: a2a-sdk's form;
+        else the content) sent (``compat.v03.files``); ``options`` as for ``GrpcTransport``."""
+        super().__init__(url, **options)
+        self._file_bytes = check_file_bytes(v03_file_bytes)
+        self._file_form = sending_form(self._file_bytes)
+
     def _rpc(self, operation: Operation, *, streaming: bool) -> RpcV03:
         rpc = by_operation(operation)
         if rpc is None:
@@ -65,11 +73,11 @@ class GrpcV03Transport(GrpcTransport):
             raise TypeError(
                 f"{rpc.operation} takes a {rpc.request.__name__}, not a {type(request).__name__}"
             )
-        return rpc.write_request(request)
+        return rpc.write_request(request, self._file_form)
 
     def _answer(self, rpc: RpcV03, raw: bytes, operation: str) -> Any:
         try:
-            return rpc.read_response(raw)
+            return rpc.read_response(raw, self._file_bytes)
         except A2AError as exc:
             raise self._invalid(operation, rpc.response or type(None), exc) from None
 
@@ -108,4 +116,6 @@ def create_transport(
 ) -> GrpcV03Transport | None:
     """The registry's factory for ``GRPC`` interfaces at protocol version 0.3; ``options`` go
     to ``GrpcV03Transport``. ``None`` when the client reaches an in-process app."""
+    if settings is not None:
+        options.setdefault("v03_file_bytes", settings.v03_file_bytes)
     return _create(GrpcV03Transport, interface, settings, options)

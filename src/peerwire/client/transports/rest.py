@@ -33,6 +33,7 @@ import msgspec
 from ...bindings.rest import A2A_JSON, encode_request, route_for
 from ...compat.v03 import rest as v03
 from ...compat.v03.errors import error_from_v03, rest_error_from
+from ...compat.v03.files import FileBytes, check_file_bytes, sending_form
 from ...compat.v03.version import PROTOCOL_VERSION as V03
 from ...errors import A2AError, InvalidResponseError, from_rest_error
 from ...protocol import PROTOCOL_VERSION, format_extensions
@@ -241,19 +242,23 @@ class RestV03Transport:
         *,
         timeout: float | None = 30.0,
         stream_idle_timeout: float | None = 60.0,
+        v03_file_bytes: FileBytes = "auto",
     ) -> None:
         self.url = url
         self._base = url.rstrip("/")
         self._http = as_exchange(http)
         self._timeout = timeout
         self._stream_idle_timeout = stream_idle_timeout
+        # File bytes: read under this setting, sent in its form (compat.v03.files).
+        self._file_bytes = check_file_bytes(v03_file_bytes)
+        self._file_form = sending_form(self._file_bytes)
 
     async def call(
         self, operation: Operation, request: Any, response_type: type[T], options: CallOptions
     ) -> T:
         if v03.is_streaming(operation):
             raise ValueError(f"{operation} is a streaming operation: use stream()")
-        wire = v03.encode_request(operation, request)
+        wire = v03.encode_request(operation, request, file_form=self._file_form)
         headers = self._headers(options, accept="application/json", has_body=wire.body is not None)
         timeout = options.timeout if options.timeout is not None else self._timeout
         try:
@@ -271,7 +276,9 @@ class RestV03Transport:
         if response_type is type(None):
             return None  # DELETE: {} from peerwire and the Python SDK, 204 from JavaScript's
         try:
-            decoded = v03.decode_result(operation, msgspec.json.decode(reply.body))
+            decoded = v03.decode_result(
+                operation, msgspec.json.decode(reply.body), file_bytes=self._file_bytes
+            )
         except (A2AError, msgspec.DecodeError) as exc:
             why = f"its body is not a valid A2A 0.3 answer to {operation}: {exc}"
             raise invalid_answer(self.url, operation, why) from None
@@ -292,7 +299,7 @@ class RestV03Transport:
         self, operation: Operation, request: Any, options: CallOptions
     ) -> AsyncIterator[StreamResponse]:
         """The stream's events as the 0.3 server sends them."""
-        wire = v03.encode_request(operation, request)
+        wire = v03.encode_request(operation, request, file_form=self._file_form)
         timeout = options.timeout if options.timeout is not None else self._timeout
         try:
             reply = await self._http.open_stream(
@@ -348,7 +355,7 @@ class RestV03Transport:
         if isinstance(document, dict) and isinstance(document.get("code"), int):
             raise error_from_v03(document)  # the error that ended the stream
         try:
-            return v03.decode_event(document)
+            return v03.decode_event(document, file_bytes=self._file_bytes)
         except A2AError as exc:
             why = f"a stream event is not an A2A 0.3 StreamResponse: {exc}"
             raise invalid_answer(self.url, operation, why) from None
@@ -363,4 +370,5 @@ def create_v03_transport(
         settings.http,
         timeout=settings.timeout,
         stream_idle_timeout=settings.stream_idle_timeout,
+        v03_file_bytes=settings.v03_file_bytes,
     )

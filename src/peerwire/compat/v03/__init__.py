@@ -28,6 +28,9 @@ The modules, and the API other code builds on (stable; each function raises
     ``state_to_proto`` / ``state_from_proto``; resource names ``task_name(id)``,
     ``config_name(task_id, config_id)``, ``task_id_of_name(name)``,
     ``ids_of_config_name(name)``.
+``files`` -- the two forms of proto ``fileWithBytes`` (the content; a2a-sdk's base64 text)
+    ``files_in(document, setting)`` / ``files_out(document, form)`` on ProtoJSON documents,
+    ``FileBytes`` settings (``"auto"``, ``"content"``, ``"base64"``), ``FORM_KEY``.
 ``card``
     ``dual_card_document(card, bindings)`` (the one document served to 0.3 and 1.0 clients),
     ``card_to_v03`` / ``card_from_v03`` (0.3 JSON), ``card_to_proto`` / ``card_from_proto``
@@ -42,10 +45,11 @@ The modules, and the API other code builds on (stable; each function raises
     method, ``Call.result`` turns its answer into 0.3's); client: ``encode_request``,
     ``decode_result(operation, value)``, ``decode_event(value)``.
 ``rest`` -- the 0.3 routes (``/v1/...``) onto the 1.0 operations
-    server: ``match_route(method, path)``, ``build_request(match, query=, body=)``,
-    ``encode_result(route, result)``, ``encode_event(event)``; client:
-    ``encode_request(operation, request) -> bindings.rest.HttpRequest``, ``decode_result``,
-    ``decode_event``.
+    server: ``match_route(method, path)``, ``build_request(match, query=, body=,
+    file_bytes=)``, ``result_document(route, result)`` then ``encode_result(document,
+    file_form)``, ``encode_event(event, file_form)``; client: ``encode_request(operation,
+    request, file_form=) -> bindings.rest.HttpRequest``, ``decode_result``, ``decode_event``
+    (``file_bytes=``).
 ``streams`` -- how a 0.3 stream opens in 1.0's terms, for every client transport
     ``opening(first_event, request) -> [events]`` (a Task in front of a send's stream a 0.3
     server opened with an update). Subscriptions: ``client/transports/_v03_follow.py``

@@ -48,6 +48,7 @@ from ...types import (
 )
 from . import card as cards
 from . import proto
+from .files import FileBytes, FileForm, files_in, files_out
 from .translate import Doc
 
 __all__ = ["RPCS_V03", "SERVICE_V03", "RpcV03", "by_operation", "card_message"]
@@ -81,27 +82,47 @@ class RpcV03:
 
     # -- server side ------------------------------------------------------------------------
 
-    def read_request(self, data: bytes) -> Model:
-        """The 1.0 request a serialized 0.3 request stands for."""
-        request: Model = self._read_request(_document(self.request_message, data))
+    def read_request(
+        self, data: bytes, file_bytes: FileBytes = "auto", *, mark: bool = False
+    ) -> Model:
+        """The 1.0 request a serialized 0.3 request stands for; a message's file bytes read
+        under ``file_bytes`` (``mark``: their form kept in its metadata, ``files.files_in``)."""
+        document = _document(self.request_message, data)
+        files_in(document, file_bytes, path="request", mark=mark)
+        request: Model = self._read_request(document)
         return request
 
-    def write_response(self, value: Any) -> bytes:
-        """A 1.0 answer (``Encoded`` too) as the serialized 0.3 answer; ``b""`` for Empty."""
+    def response_document(self, value: Any) -> Doc | None:
+        """A 1.0 answer (``Encoded`` too) as the ProtoJSON of the 0.3 answer, file bytes in
+        the content form; ``None`` for Empty."""
         if self._write_response is None:
+            return None
+        return self._write_response(value)
+
+    def write_response(self, value: Any, file_form: FileForm = "content") -> bytes:
+        """A 1.0 answer (``Encoded`` too) as the serialized 0.3 answer, file bytes in
+        ``file_form``; ``b""`` for Empty."""
+        return self.write_document(self.response_document(value), file_form)
+
+    def write_document(self, document: Doc | None, file_form: FileForm = "content") -> bytes:
+        """A ``response_document`` serialized, its file bytes in ``file_form``."""
+        if document is None:
             return b""
-        return _serialized(self.response_message, self._write_response(value))
+        return _serialized(self.response_message, files_out(document, file_form))
 
     # -- client side ------------------------------------------------------------------------
 
-    def write_request(self, value: Model) -> bytes:
-        return _serialized(self.request_message, self._write_request(value))
+    def write_request(self, value: Model, file_form: FileForm = "content") -> bytes:
+        return _serialized(self.request_message, files_out(self._write_request(value), file_form))
 
-    def read_response(self, data: bytes) -> Any:
-        """The 1.0 answer a serialized 0.3 answer stands for (``None`` for Empty)."""
+    def read_response(self, data: bytes, file_bytes: FileBytes = "auto") -> Any:
+        """The 1.0 answer a serialized 0.3 answer stands for (``None`` for Empty), file bytes
+        read under ``file_bytes``."""
         if self._read_response is None:
             return None
-        return self._read_response(_document(self.response_message, data))
+        document = _document(self.response_message, data)
+        files_in(document, file_bytes, path="response")
+        return self._read_response(document)
 
 
 def _document(message_class: Any, data: bytes) -> Doc:

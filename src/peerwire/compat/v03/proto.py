@@ -22,10 +22,8 @@ Decisions (docs/COMPATIBILITY.md):
   without a configuration blocks. Outgoing sends always say ``blocking`` explicitly.
 * ``historyLength`` 0 (absent) means no limit.
 * ``fileWithBytes`` is the content itself (the proto's ``bytes``: its base64 in ProtoJSON), as
-  the JavaScript SDK and the 1.0 binding have it. The official Python SDK puts the base64
-  *text* of the content in those bytes instead (base64 twice on the wire): between it and
-  peerwire, file bytes over 0.3 HTTP+JSON and gRPC arrive as that text (documented limit;
-  JSON-RPC is not affected).
+  the JavaScript SDK and the 1.0 binding have it. The official Python SDK's form (the base64
+  *text* of the content in those bytes) is read and written by ``files`` around this module.
 """
 
 from __future__ import annotations
@@ -55,6 +53,7 @@ from .translate import (
     bad,
     builtins_of,
     copy,
+    copy_message_metadata,
     decode_as,
     items,
     obj,
@@ -257,7 +256,8 @@ def _message_out(message: Doc) -> Doc:
     copy(message, out, "contextId", "taskId")
     out["role"] = message.get("role", Role.AGENT.value)
     out["content"] = [_part_out(p) for p in message.get("parts", ())]
-    copy(message, out, "metadata", "extensions")
+    copy_message_metadata(message, out)
+    copy(message, out, "extensions")
     return out
 
 

@@ -51,6 +51,7 @@ from ...types import (
 )
 from . import proto
 from .card import card_from_proto, card_to_proto
+from .files import FileBytes, FileForm, files_in, files_out
 from .translate import JSON
 
 __all__ = [
@@ -196,12 +197,21 @@ def _history_length(query: bytes | str) -> int | None:
     return None
 
 
-def build_request(match: RouteMatch, *, query: bytes | str = b"", body: bytes = b"") -> Any:
-    """The 1.0 request of a matched 0.3 route, from its path, query and body."""
+def build_request(
+    match: RouteMatch,
+    *,
+    query: bytes | str = b"",
+    body: bytes = b"",
+    file_bytes: FileBytes = "auto",
+) -> Any:
+    """The 1.0 request of a matched 0.3 route, from its path, query and body; a message's file
+    bytes read under ``file_bytes``, their form kept in its metadata (``files.files_in``)."""
     operation = match.route.operation
     if operation in ("SendMessage", "SendStreamingMessage"):
         document = _document(body)
-        return proto.send_request_from_proto({} if document is None else document)
+        document = {} if document is None else document
+        files_in(document, file_bytes, mark=True)
+        return proto.send_request_from_proto(document)
     if operation == "GetTask":
         return GetTaskRequest(id=match.task_id, history_length=_history_length(query))
     if operation == "CancelTask":
@@ -224,25 +234,31 @@ def build_request(match: RouteMatch, *, query: bytes | str = b"", body: bytes = 
     return GetExtendedAgentCardRequest()
 
 
-def encode_result(route: Route, result: Any, *, card_bindings: Collection[str] = ()) -> bytes:
-    """The 0.3 answer body of a unary route (``result``: the Dispatcher's)."""
+def result_document(route: Route, result: Any, *, card_bindings: Collection[str] = ()) -> Any:
+    """The 0.3 answer of a unary route (``result``: the Dispatcher's) as ProtoJSON, file bytes
+    in the content form (``encode_result`` writes it in another)."""
     operation = route.operation
     if operation == "SendMessage":
-        return encode(proto.send_result_to_proto(result))
+        return proto.send_result_to_proto(result)
     if operation in ("GetTask", "CancelTask"):
-        return encode(proto.task_to_proto(result))
+        return proto.task_to_proto(result)
     if operation in ("CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig"):
-        return encode(proto.push_config_to_proto(result))
+        return proto.push_config_to_proto(result)
     if operation == "ListTaskPushNotificationConfigs":
-        return encode(proto.list_push_configs_to_proto(result))
+        return proto.list_push_configs_to_proto(result)
     if operation == "GetExtendedAgentCard":
-        return encode(card_to_proto(result, card_bindings or None))
-    return b"{}"
+        return card_to_proto(result, card_bindings or None)
+    return {}
 
 
-def encode_event(event: StreamResponse) -> bytes:
-    """One SSE ``data`` of a 0.3 REST stream."""
-    return encode(proto.event_to_proto(event))
+def encode_result(document: Any, file_form: FileForm = "content") -> bytes:
+    """The body of a ``result_document``, its file bytes in ``file_form``."""
+    return encode(files_out(document, file_form))
+
+
+def encode_event(event: StreamResponse, file_form: FileForm = "content") -> bytes:
+    """One SSE ``data`` of a 0.3 REST stream, its file bytes in ``file_form``."""
+    return encode(files_out(proto.event_to_proto(event), file_form))
 
 
 # -- client side -----------------------------------------------------------------------------
@@ -258,12 +274,12 @@ def _id(value: str, name: str) -> str:
     return quote(value, safe="")
 
 
-def encode_request(operation: str, request: Any) -> HttpRequest:
-    """The 0.3 HTTP request for a 1.0 operation and its typed request. ListTasks has no 0.3
-    route (``UnsupportedOperationError``)."""
+def encode_request(operation: str, request: Any, *, file_form: FileForm = "content") -> HttpRequest:
+    """The 0.3 HTTP request for a 1.0 operation and its typed request, file bytes in
+    ``file_form``. ListTasks has no 0.3 route (``UnsupportedOperationError``)."""
     if operation in ("SendMessage", "SendStreamingMessage"):
         verb = "send" if operation == "SendMessage" else "stream"
-        body = encode(proto.send_request_to_proto(request))
+        body = encode(files_out(proto.send_request_to_proto(request), file_form))
         return HttpRequest("POST", _path(f"message:{verb}"), body=body)
     if operation == "GetTask":
         query = (
@@ -302,9 +318,12 @@ def is_streaming(operation: str) -> bool:
     return operation in ("SendStreamingMessage", "SubscribeToTask")
 
 
-def decode_result(operation: str, value: JSON, path: str = "body") -> Any:
-    """A 0.3 answer body (parsed JSON) as the 1.0 answer of ``operation``. Raises
-    ``InvalidParamsError`` naming what is wrong."""
+def decode_result(
+    operation: str, value: JSON, path: str = "body", *, file_bytes: FileBytes = "auto"
+) -> Any:
+    """A 0.3 answer body (parsed JSON) as the 1.0 answer of ``operation``, file bytes read
+    under ``file_bytes``. Raises ``InvalidParamsError`` naming what is wrong."""
+    files_in(value, file_bytes, path=path)
     if operation == "SendMessage":
         return proto.send_result_from_proto(value, path)
     if operation in ("GetTask", "CancelTask"):
@@ -318,5 +337,8 @@ def decode_result(operation: str, value: JSON, path: str = "body") -> Any:
     return None
 
 
-def decode_event(value: JSON, path: str = "event") -> StreamResponse:
+def decode_event(
+    value: JSON, path: str = "event", *, file_bytes: FileBytes = "auto"
+) -> StreamResponse:
+    files_in(value, file_bytes, path=path)
     return proto.event_from_proto(value, path)

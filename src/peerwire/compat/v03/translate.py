@@ -268,12 +268,27 @@ def part_from_v03(value: JSON, path: str = "part") -> Part:
 # -- messages and artifacts --------------------------------------------------------------------
 
 
+FILE_FORM_KEY = "https://peerwire.dev/a2a-0.3/file-bytes"
+"""Message metadata key: the form the message's file bytes arrived in over a 0.3 proto binding
+(``files``); kept with the task, never written to a 0.3 caller."""
+
+
+def copy_message_metadata(message: Doc, out: Doc) -> None:
+    """A message's metadata into its 0.3 form, less ``FILE_FORM_KEY`` (peerwire's own)."""
+    metadata = message.get("metadata")
+    if isinstance(metadata, dict) and FILE_FORM_KEY in metadata:
+        metadata = {k: v for k, v in metadata.items() if k != FILE_FORM_KEY}
+    if metadata:
+        out["metadata"] = metadata
+
+
 def message_out(message: Doc) -> Doc:
     out: Doc = {"kind": "message", "messageId": message.get("messageId", "")}
     copy(message, out, "contextId", "taskId")
     out["role"] = _ROLES_TO_V03.get(message.get("role", ""), "agent")
     out["parts"] = [_part_out(p) for p in message.get("parts", ())]
-    copy(message, out, "metadata", "extensions", "referenceTaskIds")
+    copy_message_metadata(message, out)
+    copy(message, out, "extensions", "referenceTaskIds")
     return out
 
 
