@@ -213,17 +213,23 @@ async def test_a_handler_whose_lease_another_worker_took_stops_silently(tmp_path
 
 
 async def test_a_new_task_starts_from_its_job_without_a_store_read(tmp_path: Path) -> None:
-    """The job of a new task carries it as created: the worker starts it without reading
-    the store; its later work (the answer, on the record) goes on as ever."""
+    """The job of a new task carries it as created, and its first message's caller: the
+    worker starts it without reading the store (neither the task nor its recorded callers);
+    its later work (the answer, on the record) goes on as ever."""
     async with node(tmp_path) as n:
         read: list[str] = []
-        load_many = n.store.load_many
+        load_many, load_callers = n.store.load_many, n.store.load_callers
 
         async def counted(tasks: Any) -> Any:
             read.extend(task_id for task_id, _ in tasks)
             return await load_many(tasks)
 
+        async def counted_callers(task_id: str) -> dict[str, bytes]:
+            read.append(f"callers of {task_id}")
+            return await load_callers(task_id)
+
         n.store.load_many = counted  # type: ignore[method-assign]
+        n.store.load_callers = counted_callers  # type: ignore[method-assign]
         task = await n.rpc.send(ask_for("chat"))
         assert state_of(task) == "TASK_STATE_INPUT_REQUIRED"
         assert read == []

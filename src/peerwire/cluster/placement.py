@@ -48,6 +48,7 @@ from ..errors import (
     TaskNotFoundError,
 )
 from ..protocol import ACTIVE, INTERRUPTED, TERMINAL, TaskRecord
+from ..server.context import Caller, decode_caller
 from ..types import (
     Message,
     Role,
@@ -166,14 +167,22 @@ class Placement:
     # -- accepting work -----------------------------------------------------------------------
 
     async def start_elsewhere(
-        self, task_id: str, tenant: str, owner: str, created: TaskRecord | None = None
+        self,
+        task_id: str,
+        tenant: str,
+        owner: str,
+        created: TaskRecord | None = None,
+        caller: bytes = b"",
     ) -> None:
         """Queue a new task's job (retried while Redis is away, then ``OSError``: the task is
         in the store, SUBMITTED, and the sweeper queues it again once Redis answers). With
-        ``created`` (the task as stored), the job carries it: the worker that takes it
-        first, soon, unchanged, starts it without reading the store (``_take_all``)."""
+        ``created`` (the task as stored), the job carries it, and its first message's
+        recorded ``caller`` (``b""``: none): the worker that takes it first, soon, unchanged,
+        starts it without reading the store (``_take_all``)."""
         task = b"" if created is None else encode(created.snapshot())
-        await self.queue.enqueue(task_id, tenant, owner, "start", task=task)
+        await self.queue.enqueue(
+            task_id, tenant, owner, "start", task=task, caller=caller if task else b""
+        )
 
     async def continue_elsewhere(
         self,
@@ -358,18 +367,22 @@ class Placement:
                     # What the store holds (cached for the handler's first append, whose
                     # compare-and-swap checks it): no read.
                     runner.store.remember_created(record, tenant=job.tenant, owner=job.owner)
-                await self._take(job, record, canceled=taken[job.task_id] == CANCELED)
+                canceled = taken[job.task_id] == CANCELED
+                await self._take(job, record, canceled=canceled, fresh=job.task_id in carried)
             except Exception:  # one bad job must not stop this worker
                 log.exception("peerwire: job for task %s failed", job.task_id)
 
-    async def _take(self, job: Job, record: TaskRecord | None, *, canceled: bool) -> None:
-        """Run ``job``'s task, whose lease is ours and which the store says is ``record``."""
+    async def _take(
+        self, job: Job, record: TaskRecord | None, *, canceled: bool, fresh: bool = False
+    ) -> None:
+        """Run ``job``'s task, whose lease is ours and which the store says is ``record``
+        (``fresh``: the job carried it, with its first message's caller)."""
         try:
             if record is None or record.state not in ACTIVE:
                 # Finished, or waiting for its caller: nothing to run.
                 await self.queue.release_lease(job.task_id)
                 return
-            started = self._start(job, record)
+            started = self._start(job, record, fresh=fresh)
         except BaseException:
             with contextlib.suppress(*_REDIS_AWAY):
                 await self.queue.release_lease(job.task_id)
@@ -381,7 +394,7 @@ class Placement:
             # runs here and CANCELED is recorded (the runner's path for an early cancel).
             started.stop(TaskState.CANCELED)
 
-    def _start(self, job: Job, record: TaskRecord) -> _Live | str:
+    def _start(self, job: Job, record: TaskRecord, *, fresh: bool = False) -> _Live | str:
         """Start the task's handler here; or why it cannot run (its task is to fail)."""
         runner = self.runner
         user_messages = [m for m in record.history if m.role is Role.USER]
@@ -401,6 +414,7 @@ class Placement:
             state=record.state,
             answers=user_messages[1:],
             latest=user_messages[-1] if len(user_messages) > 1 else None,
+            known_callers=_carried_callers(job, user_messages[0]) if fresh else None,
         )
 
     async def _fail(self, record: TaskRecord, text: str) -> None:
@@ -606,6 +620,18 @@ class Placement:
                     action = "skipped"
             if runner.metrics is not None:
                 runner.metrics.swept(action)
+
+
+def _carried_callers(job: Job, first: Message) -> dict[str, Caller] | None:
+    """The recorded caller of a fresh job's first message, as it carries it (``{}``: the
+    caller needed no record); ``None`` if unreadable (then the store is read)."""
+    if not job.caller:
+        return {}
+    try:
+        return {first.message_id: decode_caller(job.caller, job.tenant)}
+    except Exception:  # not ours to trust: the store says who sent it
+        log.warning("peerwire: job for task %s carries an unreadable caller", job.task_id)
+        return None
 
 
 def _created(job: Job) -> TaskRecord | None:

@@ -74,6 +74,9 @@ class Job:
     """A ``start`` job's task as created (its ProtoJSON ``Task``), queued with it: a worker
     that is first to take the task, soon enough and before anything else changed it, starts
     it from this instead of reading the store (``take_jobs``: ``FRESH``)."""
+    caller: bytes = b""
+    """With ``task``: its first message's recorded caller (``server.context.encode_caller``;
+    ``b""``: none was needed), so that a fresh start reads no caller from the store either."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,13 +309,20 @@ class RedisWorkQueue:
     # -- jobs -----------------------------------------------------------------------------
 
     async def enqueue(
-        self, task_id: str, tenant: str, owner: str, kind: JobKind, *, task: bytes = b""
+        self,
+        task_id: str,
+        tenant: str,
+        owner: str,
+        kind: JobKind,
+        *,
+        task: bytes = b"",
+        caller: bytes = b"",
     ) -> None:
         """Queue a job (retried while Redis is away; a duplicate job is harmless); ``task``:
-        a new task as created (see ``Job.task``). The jobs queued in one turn of the loop go
-        in one round trip (``_enqueue_batch``)."""
+        a new task as created (see ``Job.task``), ``caller`` its first message's. The jobs
+        queued in one turn of the loop go in one round trip (``_enqueue_batch``)."""
         self._redis()  # not open: fail here, not in the batch
-        await self._enqueues.submit(Job(task_id, tenant, owner, kind, task=task))
+        await self._enqueues.submit(Job(task_id, tenant, owner, kind, task=task, caller=caller))
 
     async def _enqueue_batch(self, jobs: list[Job]) -> list[None]:
         await self._add_jobs(jobs)
@@ -490,7 +500,7 @@ class RedisWorkQueue:
     async def requeue(self, jobs: list[Job]) -> None:
         """Queue ``jobs`` again (their tasks were not taken after all), in one round trip;
         without the tasks they carried (a worker took them: the store says what they are)."""
-        await self._add_jobs([dataclasses.replace(job, task=b"") for job in jobs])
+        await self._add_jobs([dataclasses.replace(job, task=b"", caller=b"") for job in jobs])
 
     async def _add_jobs(self, jobs: list[Job]) -> None:
         """XADD each of ``jobs``, in one round trip; retried whole while Redis is away (a job
@@ -505,6 +515,8 @@ class RedisWorkQueue:
         for fields, job in zip(rows, jobs, strict=True):
             if job.task:
                 fields["created"] = job.task
+            if job.caller:
+                fields["caller"] = job.caller
         if len(rows) == 1:
             await self._call(lambda: client.xadd(key, rows[0]))  # type: ignore[arg-type]
             return
@@ -662,6 +674,7 @@ def _job(entry_id: bytes, fields: dict[bytes, bytes], reclaimed: bool) -> Job | 
         entry_id.decode(),
         reclaimed,
         fields.get(b"created", b""),
+        fields.get(b"caller", b""),
     )
 
 

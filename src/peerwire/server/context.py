@@ -194,8 +194,11 @@ class TaskContext:
         latest_message: Message | None = None,
         caller: CallerSource | None = None,
         delegations: Delegations | None = None,
+        known_callers: dict[str, Caller] | None = None,
     ) -> None:
-        """``caller`` sent ``latest_message`` (``None``: not known here, see ``Caller``).
+        """``caller`` sent ``latest_message`` (``None``: not known here, see ``Caller``);
+        ``known_callers``: the recorded callers already at hand, by message id (``None``:
+        read from the store when a message comes without its caller).
         ``delegations``: the task's, given when it may have some already (a handler run
         again after a restart or a question), so that its end settles them."""
         self._driver = driver
@@ -220,7 +223,7 @@ class TaskContext:
         # The message being handled (its recorded caller applies when its source is unknown).
         self._current = message.message_id
         # The callers recorded with the task, by message id (``recall``); None: not read.
-        self._callers: dict[str, Caller] | None = None
+        self._callers: dict[str, Caller] | None = known_callers
         self._caller: Caller | None = None
         # Artifacts added without an id so far: the next one's step (``step_id``).
         self._artifact_steps = 0
@@ -246,10 +249,8 @@ class TaskContext:
     @property
     def needs_recorded_callers(self) -> bool:
         """Whether the message being handled came without its caller (a replay, a job from
-        the work queue) and the recorded callers were not read yet."""
-        return self._source is None and (
-            self._callers is None or self._current not in self._callers
-        )
+        the work queue) and the recorded callers are not at hand."""
+        return self._source is None and self._callers is None
 
     async def recall(self) -> None:
         """Read the callers recorded with the task (the runner does before the handler runs
@@ -320,7 +321,7 @@ class TaskContext:
         answer, source = queued
         self.latest_message = answer
         self._answered_by(answer, source)
-        if self.needs_recorded_callers:
+        if source is None and (self._callers is None or answer.message_id not in self._callers):
             await self.recall()  # handed over by the work queue: its caller is in the store
         return answer
 

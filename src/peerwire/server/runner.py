@@ -62,7 +62,7 @@ from ..types import (
 from .agent import Agent, Skill
 from .bus import EventBus
 from .catch_up import GapFilling
-from .context import CallerSource, TaskContext, to_parts
+from .context import Caller, CallerSource, TaskContext, encode_caller, to_parts
 from .stores.base import StoredTaskInfo, TaskStore
 
 __all__ = ["Runner", "WorkPlacement"]
@@ -159,7 +159,12 @@ class WorkPlacement(Protocol):
     async def sweep(self) -> None: ...
 
     async def start_elsewhere(
-        self, task_id: str, tenant: str, owner: str, created: TaskRecord | None = None
+        self,
+        task_id: str,
+        tenant: str,
+        owner: str,
+        created: TaskRecord | None = None,
+        caller: bytes = b"",
     ) -> None: ...
 
     async def continue_elsewhere(
@@ -549,7 +554,9 @@ class Runner:
             )
             return True
         try:
-            await self.placement.start_elsewhere(task_id, tenant, owner, created)
+            # The first message's caller goes with a job carrying its task: no store read.
+            recorded = b"" if caller is None else encode_caller(caller) or b""
+            await self.placement.start_elsewhere(task_id, tenant, owner, created, recorded)
         except Exception as exc:  # Redis away past the queue's retries: the sweeper queues it
             log.warning("peerwire: task %s is stored but not queued yet: %s", task_id, exc)
             return False
@@ -611,7 +618,10 @@ class Runner:
         latest: Message | None = None,
         caller: CallerSource | None = None,
         own_span: bool = True,
+        known_callers: dict[str, Caller] | None = None,
     ) -> _Live:
+        """``known_callers``: the recorded callers of the task's messages where the caller
+        has them already (a fresh job carries its first message's); None: read if needed."""
         assert self._group is not None, "the runner is not running"
         ctx = TaskContext(
             self,
@@ -625,6 +635,7 @@ class Runner:
             recorded_answers=answers,
             latest_message=latest,
             caller=caller,
+            known_callers=known_callers,
             # A handler run again (a restart, the replay rule, another worker) may have
             # delegated in its earlier run: its end settles what the ledger holds for it.
             delegations=None
