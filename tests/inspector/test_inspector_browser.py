@@ -21,10 +21,10 @@ import pytest_asyncio
 from joserfc.jwk import ECKey
 
 from peerwire.inspect import serve_inspector
-from peerwire.security import CardSigner
+from peerwire.security import CardSigner, MTLSVerifier
 from peerwire.testing import live_server
 
-from .agents import VAULT_TOKEN, signed_agent
+from .agents import PARTNER_ALICE, VAULT_TOKEN, partner_agent, signed_agent
 from .broken_agent import FAULTS, serve_broken_agent
 
 playwright_api = pytest.importorskip("playwright.async_api")
@@ -275,6 +275,61 @@ async def test_a_bearer_token_is_used_for_an_agent_that_requires_one(
     # The token was typed once and is nowhere on the page now, the wire view included.
     assert VAULT_TOKEN not in await page.content()
     await shoot(page, "authenticated")
+
+
+async def test_security_headings_and_certificate_forms_follow_the_card_and_the_url(
+    page: Any, glossary_url: str, vault_url: str, tmp_path: Path
+) -> None:
+    from security._pki import make_pki  # tests/security's small PKI
+
+    certificate_forms = page.locator('#credentials form.credential:has(input[name="certFile"])')
+    # Before a card is read, a certificate form is offered for an https URL only.
+    await page.fill("#agent-url", glossary_url)
+    await expect(certificate_forms).to_have_count(0)
+    await page.fill("#agent-url", "https://127.0.0.1:9")
+    await expect(page.locator('form.credential[data-scheme="client-certificate"]')).to_be_visible()
+    # A plain-http card without schemes: no empty heading, no form.
+    await load_card(page, glossary_url)
+    await expect(page.locator("#card")).not_to_contain_text("Security schemes")
+    await expect(page.locator("#schemes")).to_have_count(0)
+    await expect(page.locator("#credentials form.credential")).to_have_count(0)
+    await expect(page.locator("#credentials")).to_contain_text("declares no security schemes")
+    # Schemes declared: the heading lists them, and still no certificate form over http.
+    await load_card(page, vault_url)
+    await expect(page.locator("#schemes-heading")).to_have_text("Security schemes")
+    await expect(page.locator("#schemes li")).to_have_count(2)
+    await expect(page.locator('form.credential[data-scheme="bearer"]')).to_be_visible()
+    await expect(certificate_forms).to_have_count(0)
+    await shoot(page, "no-certificate")
+
+    pki = make_pki(tmp_path)
+    verifier = MTLSVerifier([pki.client_ca.pem], principals={PARTNER_ALICE: "alice"})
+    # mTLS declared on a plain-http agent: there is no TLS connection to present it on.
+    async with live_server(partner_agent(), auth={"mtls": verifier}, shutdown_grace=1.0) as url:
+        await load_card(page, url)
+        await expect(page.locator("#schemes li")).to_have_text("mtls mutual TLS")
+        await expect(certificate_forms).to_have_count(0)
+    async with live_server(
+        partner_agent(), tls=pki.server_tls(), auth={"mtls": verifier}, shutdown_grace=1.0
+    ) as url:
+        # The card is refused without a certificate; the https URL offers the form for one.
+        await page.fill("#agent-url", url)
+        await page.click("#connect")
+        await expect(page.locator("#error-banner")).to_contain_text("cannot fetch the agent card")
+        bootstrap = page.locator('form.credential[data-scheme="client-certificate"]')
+        alice = pki.client("alice")
+        await bootstrap.locator('input[name="certFile"]').fill(str(alice.certfile))
+        await bootstrap.locator('input[name="keyFile"]').fill(str(alice.keyfile))
+        await bootstrap.locator('input[name="caFile"]').fill(str(pki.server_ca_file))
+        await bootstrap.locator('button[type="submit"]').click()
+        await expect(bootstrap.locator(".held")).to_have_text("mtls held", timeout=WAIT_MS)
+        await load_card(page, url)
+        # Declared and over TLS: the card's own mTLS scheme has its form.
+        await expect(page.locator('form.credential[data-scheme="mtls"]')).to_be_visible()
+        await send(page, "who", streaming=False)
+        done = task_with_state(page, "COMPLETED")
+        await expect(done.locator(".artifact-text")).to_have_text("alice", timeout=WAIT_MS)
+        await shoot(page, "certificate")
 
 
 # Faults that do not hide one another: each leaves the rest of the agent answering, so each
