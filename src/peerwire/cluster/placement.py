@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -332,6 +333,10 @@ class Placement:
         if metrics is not None:
             # Taken over from a consumer that stopped without acknowledging them.
             metrics.reclaimed.inc(sum(1 for job in leased if job.reclaimed))
+            now = time.time()
+            for job in leased:
+                if (queued_at := job.queued_at) is not None:
+                    metrics.queue_waited(now - queued_at)
         if not leased:
             return
         # Fresh: the task is as its job carries it (see ``RedisWorkQueue.take_jobs``).
@@ -401,6 +406,7 @@ class Placement:
             state=record.state,
             answers=user_messages[1:],
             latest=user_messages[-1] if len(user_messages) > 1 else None,
+            created_at=record.submitted_at(),
         )
 
     async def _fail(self, record: TaskRecord, text: str) -> None:
@@ -556,7 +562,10 @@ class Placement:
         """
         runner = self.runner
         if runner.metrics is not None:
-            runner.metrics.queue_sampled(await self.queue.backlog())
+            oldest = await self.queue.oldest_queued_at()
+            runner.metrics.queue_sampled(
+                await self.queue.backlog(), 0.0 if oldest is None else time.time() - oldest
+            )
         # The jobs every consumer is done with leave the stream (it would keep them all).
         # Housekeeping: with Redis away it waits for the next sweep, and the sweep goes on.
         try:

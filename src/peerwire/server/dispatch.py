@@ -391,7 +391,7 @@ class Dispatcher:
                 # The caller sent this message before: the task it made is the answer.
                 return await self._repeat(held, request, call, streaming, blocking)
         if self.metrics is not None:
-            self.metrics.tasks_created.inc()
+            self.metrics.task_created(skill.id)
         if push is not None:
             await self._register_push_config(push, task_id, call)
         if blocking and self.runner.sees_every_event:
