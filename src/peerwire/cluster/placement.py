@@ -74,6 +74,7 @@ WORKER_STOPPED = "the worker running this task stopped"
 # What a Redis operation raises when Redis is away (``RuntimeError``: see ``is_outage``).
 _REDIS_AWAY = (RedisError, OSError, RuntimeError)
 _RETRY_S = 0.5
+_END_RECANCEL_S = 1.0
 _RETRY_MAX_S = 2.0
 _FULL_WAIT_S = 0.05
 _READ_BATCH = 64
@@ -156,10 +157,14 @@ class Placement:
 
     async def end(self) -> None:
         loops, self._loops = self._loops, []
-        for loop in loops:
-            loop.cancel()
-        if loops:
-            await asyncio.wait(loops)
+        pending = set(loops)
+        while pending:
+            # Again until they end: a cancel that lands as a Redis call times out can be
+            # lost (a timeout inside redis-py on Python 3.11 swallows it), and a loop that
+            # lost it would sleep on, with this wait never done.
+            for loop in pending:
+                loop.cancel()
+            _, pending = await asyncio.wait(pending, timeout=_END_RECANCEL_S)
         if self._open:
             self._open = False
             await self.queue.close()
