@@ -66,3 +66,20 @@ async def test_files_and_data_parts(example: Load, capsys: pytest.CaptureFixture
     assert code == 0, said
     assert "totals: [totals.csv: text/csv, 36 bytes]" in said
     assert 'summary: {"currency":"EUR","rows":3,"regions":2}' in said
+
+
+@pytest.mark.interop
+async def test_the_official_sdk_client_calls_a_peerwire_agent() -> None:
+    """The example runs in the a2a-sdk's own venv (tests/interop/sdk_env.py), never in this
+    process, against the Glossary sample on all three bindings."""
+    from interop.sdk_env import sdk_python
+
+    from peerwire.samples.glossary import agent
+
+    python = await asyncio.to_thread(sdk_python)  # built on first use
+    async with live_server(agent, grpc_port=0) as url:
+        code, said = await command(str(python), str(EXAMPLES / "sdk_client_example.py"), url)
+    assert code == 0, said
+    assert said.splitlines() == page_block("howto/a2a-sdk-client.md", "It prints:")
+    setup = page_block("howto/a2a-sdk-client.md", "## Two environments", "sh")
+    assert setup[-1].split()[1:3] == ["sdk_client_example.py", "http://127.0.0.1:8000"]
