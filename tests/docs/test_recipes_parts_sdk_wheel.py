@@ -7,13 +7,17 @@ server, its printed lines checked against the page, the shell lines through the 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import peerwire
 from peerwire.testing import live_server
 
 from .test_examples import EXAMPLES, Load, example, printed
@@ -21,6 +25,8 @@ from .test_examples import EXAMPLES, Load, example, printed
 __all__ = ["example"]  # the fixture, imported for these tests
 
 DOCS = EXAMPLES.parent
+REPO = DOCS.parent
+VERSION = peerwire.__version__
 PEERWIRE = Path(sys.executable).with_name("peerwire")
 
 
@@ -83,3 +89,64 @@ async def test_the_official_sdk_client_calls_a_peerwire_agent() -> None:
     assert said.splitlines() == page_block("howto/a2a-sdk-client.md", "It prints:")
     setup = page_block("howto/a2a-sdk-client.md", "## Two environments", "sh")
     assert setup[-1].split()[1:3] == ["sdk_client_example.py", "http://127.0.0.1:8000"]
+
+
+def sh_blocks(page: str) -> list[str]:
+    return re.findall(r"```sh\n(.*?)```", (DOCS / page).read_text(), re.DOTALL)
+
+
+def run_block(block: str, *, cwd: Path, path: Path, env: dict[str, str]) -> str:
+    """One ``sh`` block of the page, as a reader's shell runs it (stopping at a failure),
+    with ``path`` first on PATH: the environment the page's commands speak of."""
+    done = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", block],
+        cwd=cwd,
+        env={**env, "PATH": f"{path}{os.pathsep}{env.get('PATH', '')}"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, f"{block}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+    return done.stdout
+
+
+@pytest.mark.packaging
+@pytest.mark.timeout(1200)
+def test_building_and_installing_the_wheel(tmp_path: Path) -> None:
+    """The page's blocks in order, in a copy of the clone: build, install into a fresh venv,
+    gather a wheelhouse, then install from it alone with pip's indexes and config off."""
+    repo = tmp_path / "clone"
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, files):
+        source = REPO / name.decode()
+        if source.is_file():
+            (repo / name.decode()).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, repo / name.decode())
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    # The reader's python3: a venv of the machine's Python (pip installs into it, not into
+    # the machine's own).
+    tools = tmp_path / "tools"
+    subprocess.run([base, "-m", "venv", str(tools)], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"}
+    build, install, gather, offline = sh_blocks("howto/wheel.md")
+    counted = run_block(build, cwd=repo, path=tools / "bin", env=env)
+    assert int(counted.split()[-1]) > 100  # the package's files are in the wheel
+    wheels = sorted(p.name for p in (repo / "dist").iterdir())
+    assert wheels == [f"peerwire-{VERSION}-py3-none-any.whl", f"peerwire-{VERSION}.tar.gz"]
+    said = run_block(install, cwd=repo, path=tools / "bin", env=env)
+    assert said.strip().splitlines()[-1] == f"peerwire {VERSION}"
+    run_block(gather, cwd=repo, path=tools / "bin", env=env)
+    assert any(p.name.startswith("typer-") for p in (repo / "wheelhouse").iterdir())
+    # The target machine: a fresh venv, no index, no pip configuration (no find-links).
+    target = tmp_path / "target"
+    subprocess.run([base, "-m", "venv", str(target)], check=True, timeout=120)
+    offline_env = {k: v for k, v in env.items() if not k.startswith("PIP_")}
+    offline_env["PIP_CONFIG_FILE"] = os.devnull
+    said = run_block(offline, cwd=repo, path=target / "bin", env=offline_env)
+    assert said.strip().splitlines()[-1] == f"peerwire {VERSION}"
