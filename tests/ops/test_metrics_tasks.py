@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import platform
+import socket
 import uuid
 from importlib import metadata
 from pathlib import Path
@@ -212,3 +213,19 @@ async def test_each_store_counts_its_waiting_tasks_by_state(kind: str, tmp_path:
             }
         finally:
             await store.close()
+
+
+async def test_a_metrics_port_of_its_own_counts_the_waiting_tasks_too() -> None:
+    """The page served from a thread (``metrics_port``) asks the store in the agent's loop."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    metrics = Metrics(store_every=0.2)
+    async with live_server(desk(), metrics=metrics, metrics_port=port) as url:
+        async with Client.connect(url, bindings=[Binding.JSONRPC]) as client:
+            await client.send("pay", metadata={"skill": "approve"})
+        await eventually(
+            f"http://127.0.0.1:{port}",
+            lambda s: value(s, "peerwire_tasks_waiting", state="input_required") == 1,
+            "the waiting task on the metrics port",
+        )
