@@ -297,7 +297,7 @@ _Record = tuple[Callable[[], None], Callable[[float], None]]
 _KNOWN_OPERATIONS: Final = frozenset((*OPERATIONS, UNKNOWN_OPERATION))
 
 
-_GaugeMode = Literal["livesum", "livemax"]
+_GaugeMode = Literal["livesum", "livemax", "livemostrecent"]
 
 
 class _Instruments:
@@ -377,7 +377,8 @@ class _Instruments:
             "Tasks waiting for their client (input_required, auth_required), counted in the "
             "store: every process's, not this one's",
             ("state",),
-            mode="livemax",
+            # Each process counts the same store now and then: the latest count is the one.
+            mode="livemostrecent",
         )
         self.working = gauge(
             "peerwire_handlers_working", "Handlers running in this process (not in ask)"
