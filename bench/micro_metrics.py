@@ -1,9 +1,9 @@
 """The metrics work of one blocking SendMessage, in process: peerwire's lock-free instruments
 against prometheus-client's own (docs/PERFORMANCE.md, "Observability overhead").
 
-A blocking SendMessage makes six metric updates: the request's counter and histogram, the
-task created, the handler working up and down, the task finished. This times them alone,
-best of ``--rounds``, on both kinds of instrument.
+A blocking SendMessage makes seven metric updates: the request's counter and histogram, the
+task created, the handler working up and down, the task finished and its duration. This
+times them alone, best of ``--rounds``, on both kinds of instrument.
 
     .venv/bin/python -m bench.micro_metrics [--calls 200000] [--rounds 7]
 """
@@ -24,22 +24,24 @@ from peerwire.types import TaskState
 def peerwire_request() -> Callable[[], None]:
     metrics = Metrics()
     meter = metrics.requests("jsonrpc")
-    created, working = metrics.tasks_created, metrics.working
+    metrics.declare_skills(["echo"])
+    created, working = metrics.task_created, metrics.working
     finished = metrics.task_finished
+    born = time.time()
 
     def one() -> None:
         started = time.perf_counter()
-        created.inc()
+        created("echo")
         working.inc()
         working.dec()
-        finished(TaskState.COMPLETED)
+        finished(TaskState.COMPLETED, "echo", born)
         meter.ok("SendMessage", started)
 
     return one
 
 
 def prometheus_client_request() -> Callable[[], None]:
-    """The same six updates on prometheus-client's instruments, children bound once."""
+    """The same seven updates on prometheus-client's instruments, children bound once."""
     registry = CollectorRegistry()
     labels = ("operation", "binding", "outcome")
     requests = Counter("x_requests_total", "", labels, registry=registry)
@@ -49,6 +51,8 @@ def prometheus_client_request() -> Callable[[], None]:
     created = Counter("x_created_total", "", registry=registry)
     working = Gauge("x_working", "", registry=registry)
     finished = Counter("x_finished_total", "", ("state",), registry=registry).labels("completed")
+    lasted = Histogram("x_task_seconds", "", registry=registry, buckets=REQUEST_BUCKETS).observe
+    born = time.time()
 
     def one() -> None:
         started = time.perf_counter()
@@ -56,6 +60,7 @@ def prometheus_client_request() -> Callable[[], None]:
         working.inc()
         working.dec()
         finished.inc()
+        lasted(time.time() - born)
         count()
         observe(time.perf_counter() - started)
 

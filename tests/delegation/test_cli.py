@@ -4,6 +4,7 @@ refuses what it cannot do, saying why."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import sys
 from pathlib import Path
@@ -49,3 +50,25 @@ async def test_list_and_retry_refuse_what_they_cannot_do(tmp_path: Path) -> None
     assert code == 0 and step.entry.id in said and "intent" in said
     code, said = await _cli("delegations", "list", "--open", "--dead", "--store", f"sqlite:{db}")
     assert code != 0
+
+
+async def test_list_prints_a_header_above_aligned_rows_and_json_stays_one_object_a_line(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "ledger.db"
+    async with Ledger(f"sqlite:{db}") as ledger:
+        first = await ledger.delegate("http://127.0.0.1:9", "x", key="k", start=False)
+        second = await ledger.delegate("http://127.0.0.1:9", "x", key="a-longer-key", start=False)
+    code, said = await _cli("delegations", "list", "--store", f"sqlite:{db}")
+    assert code == 0, said
+    header, *rows = said.splitlines()
+    assert header.split() == [
+        "ID", "SCOPE", "KEY", "KIND", "AGENT", "SEEN", "STATUS", "REMOTE", "STATE", "REASON"
+    ]  # fmt: skip
+    assert {row.split()[0] for row in rows} == {first.entry.id, second.entry.id}
+    # Every row's status sits under the STATUS heading, whatever the keys' lengths.
+    column = header.index("STATUS")
+    assert all(row[column:].startswith("intent") for row in rows), said
+    code, said = await _cli("delegations", "list", "--json", "--store", f"sqlite:{db}")
+    assert code == 0, said
+    assert [json.loads(line)["key"] for line in said.splitlines()] == ["k", "a-longer-key"]

@@ -9,6 +9,7 @@ artifacts folder: ``$PEERWIRE_TEST_ARTIFACTS`` when set, else ``tests/inspector/
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,11 +22,12 @@ import pytest_asyncio
 from joserfc.jwk import ECKey
 
 from peerwire.inspect import serve_inspector
-from peerwire.security import CardSigner
+from peerwire.security import CardSigner, MTLSVerifier
 from peerwire.testing import live_server
 
-from .agents import VAULT_TOKEN, signed_agent
+from .agents import PARTNER_ALICE, VAULT_TOKEN, partner_agent, signed_agent
 from .broken_agent import FAULTS, serve_broken_agent
+from .delegating import serve_fulfilment
 
 playwright_api = pytest.importorskip("playwright.async_api")
 
@@ -74,24 +76,30 @@ async def browser() -> AsyncIterator[Any]:
 @pytest_asyncio.fixture(loop_scope="module")
 async def page(browser: Any, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     """A new tab on a fresh inspector; a failing step leaves its screenshot too."""
-    async with serve_inspector(timeout=10.0) as address:
-        context = await browser.new_context(
-            viewport={"width": 1400, "height": 1000},
-            permissions=["clipboard-read", "clipboard-write"],
-        )
-        tab = await context.new_page()
-        # A script error on the page fails the test, whatever it shows.
-        errors: list[str] = []
-        tab.on("pageerror", lambda error: errors.append(str(error)))
-        await tab.goto(address)
-        await playwright_api.expect(tab.locator("#live")).to_have_text("live", timeout=WAIT_MS)
-        tab.test_name = request.node.name
-        try:
-            yield tab
-        finally:
-            await shoot(tab, "last")
-            await context.close()
-        assert errors == [], errors
+    async with serve_inspector(timeout=10.0) as address, tab_on(browser, address, request) as tab:
+        yield tab
+
+
+@contextlib.asynccontextmanager
+async def tab_on(browser: Any, address: str, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """A new tab on the inspector at ``address``, live; its last screenshot kept."""
+    context = await browser.new_context(
+        viewport={"width": 1400, "height": 1000},
+        permissions=["clipboard-read", "clipboard-write"],
+    )
+    tab = await context.new_page()
+    # A script error on the page fails the test, whatever it shows.
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    await tab.goto(address)
+    await playwright_api.expect(tab.locator("#live")).to_have_text("live", timeout=WAIT_MS)
+    tab.test_name = request.node.name
+    try:
+        yield tab
+    finally:
+        await shoot(tab, "last")
+        await context.close()
+    assert errors == [], errors
 
 
 async def shoot(tab: Any, step: str) -> None:
@@ -275,6 +283,114 @@ async def test_a_bearer_token_is_used_for_an_agent_that_requires_one(
     # The token was typed once and is nowhere on the page now, the wire view included.
     assert VAULT_TOKEN not in await page.content()
     await shoot(page, "authenticated")
+
+
+async def test_security_headings_and_certificate_forms_follow_the_card_and_the_url(
+    page: Any, glossary_url: str, vault_url: str, tmp_path: Path
+) -> None:
+    from security._pki import make_pki  # tests/security's small PKI
+
+    certificate_forms = page.locator('#credentials form.credential:has(input[name="certFile"])')
+    # Before a card is read, a certificate form is offered for an https URL only.
+    await page.fill("#agent-url", glossary_url)
+    await expect(certificate_forms).to_have_count(0)
+    await page.fill("#agent-url", "https://127.0.0.1:9")
+    await expect(page.locator('form.credential[data-scheme="client-certificate"]')).to_be_visible()
+    # A plain-http card without schemes: no empty heading, no form.
+    await load_card(page, glossary_url)
+    await expect(page.locator("#card")).not_to_contain_text("Security schemes")
+    await expect(page.locator("#schemes")).to_have_count(0)
+    await expect(page.locator("#credentials form.credential")).to_have_count(0)
+    await expect(page.locator("#credentials")).to_contain_text("declares no security schemes")
+    # Schemes declared: the heading lists them, and still no certificate form over http.
+    await load_card(page, vault_url)
+    await expect(page.locator("#schemes-heading")).to_have_text("Security schemes")
+    await expect(page.locator("#schemes li")).to_have_count(2)
+    await expect(page.locator('form.credential[data-scheme="bearer"]')).to_be_visible()
+    await expect(certificate_forms).to_have_count(0)
+    await shoot(page, "no-certificate")
+
+    pki = make_pki(tmp_path)
+    verifier = MTLSVerifier([pki.client_ca.pem], principals={PARTNER_ALICE: "alice"})
+    # mTLS declared on a plain-http agent: there is no TLS connection to present it on.
+    async with live_server(partner_agent(), auth={"mtls": verifier}, shutdown_grace=1.0) as url:
+        await load_card(page, url)
+        await expect(page.locator("#schemes li")).to_have_text("mtls mutual TLS")
+        await expect(certificate_forms).to_have_count(0)
+    async with live_server(
+        partner_agent(), tls=pki.server_tls(), auth={"mtls": verifier}, shutdown_grace=1.0
+    ) as url:
+        # The card is refused without a certificate; the https URL offers the form for one.
+        await page.fill("#agent-url", url)
+        await page.click("#connect")
+        await expect(page.locator("#error-banner")).to_contain_text("cannot fetch the agent card")
+        bootstrap = page.locator('form.credential[data-scheme="client-certificate"]')
+        alice = pki.client("alice")
+        await bootstrap.locator('input[name="certFile"]').fill(str(alice.certfile))
+        await bootstrap.locator('input[name="keyFile"]').fill(str(alice.keyfile))
+        await bootstrap.locator('input[name="caFile"]').fill(str(pki.server_ca_file))
+        await bootstrap.locator('button[type="submit"]').click()
+        await expect(bootstrap.locator(".held")).to_have_text("mtls held", timeout=WAIT_MS)
+        await load_card(page, url)
+        # Declared and over TLS: the card's own mTLS scheme has its form.
+        await expect(page.locator('form.credential[data-scheme="mtls"]')).to_be_visible()
+        await send(page, "who", streaming=False)
+        done = task_with_state(page, "COMPLETED")
+        await expect(done.locator(".artifact-text")).to_have_text("alice", timeout=WAIT_MS)
+        await shoot(page, "certificate")
+
+
+async def test_a_tasks_delegations_open_from_its_timeline_grouped_per_agent(
+    browser: Any, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    async with (
+        serve_fulfilment(tmp_path) as shop,
+        serve_inspector(ledger=shop.ledger, timeout=10.0) as address,
+        tab_on(browser, address, request) as tab,
+    ):
+        await load_card(tab, shop.url)
+        await send(tab, "order-9", streaming=False)
+        failed = task_with_state(tab, "FAILED")
+        await expect(failed).to_be_visible(timeout=WAIT_MS)
+        section = failed.locator("section.delegations")
+        # Asked again until the undo has run (it runs once the task has failed).
+        for _ in range(100):
+            await failed.locator("button.delegations").click()
+            await expect(section).to_be_visible(timeout=WAIT_MS)
+            if await section.locator('li[data-key="release"][data-status="completed"]').count():
+                break
+            await tab.wait_for_timeout(100)
+        await expect(section.locator("h4")).to_contain_text("Delegations (3)")
+        await expect(section.locator(".delegations-ended")).to_contain_text("FAILED")
+        groups = section.locator(".delegation-agent")
+        await expect(groups).to_have_count(2)
+        inventory = section.locator(f'.delegation-agent[data-agent="{shop.inventory}"]')
+        logistics = section.locator(f'.delegation-agent[data-agent="{shop.logistics}"]')
+        lock = inventory.locator('li[data-key="lock"]')
+        await expect(lock.locator(".delegation-status")).to_have_text("completed")
+        await expect(lock.locator(".remote-state")).to_have_text("COMPLETED")
+        await expect(lock.locator(".remote-task")).not_to_be_empty()
+        await expect(lock.locator(".compensations")).to_contain_text("release completed")
+        release = inventory.locator('li[data-key="release"]')
+        await expect(release.locator(".undoes")).to_have_text("undoes lock")
+        ship = logistics.locator('li[data-key="ship"]')
+        await expect(ship.locator(".delegation-status")).to_have_text("failed")
+        await expect(ship.locator(".delegation-reason")).to_contain_text("cannot do order-9")
+        # A step's undo is one click away.
+        await lock.locator("a.compensation-link").click()
+        assert await tab.evaluate("location.hash") == f"#{await release.get_attribute('id')}"
+        await shoot(tab, "delegations")
+
+
+async def test_without_a_ledger_no_delegations_button_is_offered(
+    page: Any, glossary_url: str
+) -> None:
+    await load_card(page, glossary_url)
+    await send(page, "record")
+    done = task_with_state(page, "COMPLETED")
+    await expect(done).to_be_visible(timeout=WAIT_MS)
+    await expect(done.locator("button.refresh")).to_be_visible()
+    await expect(done.locator("button.delegations")).to_have_count(0)
 
 
 # Faults that do not hide one another: each leaves the rest of the agent answering, so each

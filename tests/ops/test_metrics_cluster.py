@@ -170,3 +170,76 @@ async def test_a_worker_serves_its_metrics_on_its_metrics_port() -> None:
         stop.set()
         await asyncio.wait_for(worker, WAIT_S)
         await _forget(prefix)
+
+
+async def test_queue_wait_and_the_oldest_queued_jobs_age_are_measured() -> None:
+    """Jobs an accepting-only replica queued wait untaken (their age shows on its page) until
+    a worker starts and takes them (its page has how long each waited)."""
+    from peerwire.cluster import run_worker
+
+    agent = Agent("Queued Agent")
+
+    @agent.skill()
+    async def echo(text: str) -> str:
+        return text
+
+    prefix = f"metrics-{uuid.uuid4().hex[:8]}"
+    store = MemoryTaskStore()  # one store for both, in this process
+    waited = 0.4
+
+    def queue() -> RedisWorkQueue:
+        return RedisWorkQueue(REDIS, prefix=prefix, lease_ttl=0.6, sweep_every=0.2)
+
+    def bus() -> RedisBus:
+        return RedisBus(REDIS, prefix=prefix, block_seconds=0.5)
+
+    oldest = ("peerwire_work_queue_oldest_age_seconds", ())
+    stop = asyncio.Event()
+    worker: asyncio.Task[None] | None = None
+    try:
+        async with live_server(
+            agent, store=store, bus=bus(), queue=queue(), local_workers=False
+        ) as url:
+            async with Client.connect(url, bindings=[Binding.JSONRPC]) as client:
+                for text in ("one", "two"):
+                    await client.send(text, return_immediately=True)
+            deadline = asyncio.get_running_loop().time() + WAIT_S
+            while True:
+                found = await page(url)
+                if found.get(oldest, 0) >= waited:
+                    break
+                assert asyncio.get_running_loop().time() < deadline, found
+                await asyncio.sleep(0.1)
+            # Two jobs, or more: the sweeper queues again what nobody holds.
+            assert found[("peerwire_work_queue_jobs", ())] >= 2
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = int(sock.getsockname()[1])
+            worker = asyncio.create_task(
+                run_worker(
+                    agent, store=store, bus=bus(), queue=queue(), stop=stop, metrics_port=port
+                )
+            )
+            deadline = asyncio.get_running_loop().time() + WAIT_S
+            count = ("peerwire_work_queue_wait_seconds_count", ())
+            while True:
+                try:
+                    taken = await page(f"http://127.0.0.1:{port}")
+                except httpx.TransportError:
+                    taken = {}
+                if taken.get(count, 0) >= 2:
+                    break
+                assert not worker.done(), worker
+                assert asyncio.get_running_loop().time() < deadline, taken
+                await asyncio.sleep(0.1)
+            assert taken[("peerwire_work_queue_wait_seconds_sum", ())] >= 2 * waited
+            # Taken: nothing is left waiting, and the replica's page says so.
+            deadline = asyncio.get_running_loop().time() + WAIT_S
+            while (await page(url)).get(oldest, 1) != 0:
+                assert asyncio.get_running_loop().time() < deadline
+                await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        if worker is not None:
+            await asyncio.wait_for(worker, WAIT_S)
+        await _forget(prefix)

@@ -47,8 +47,8 @@ def test_the_values_of_every_process_add_up(tmp_path: Path) -> None:
     ok = {"operation": "SendMessage", "binding": "jsonrpc", "outcome": "ok"}
     assert sample(page, "peerwire_requests_total", **ok) == 7
     assert sample(page, "peerwire_request_duration_seconds_count", **ok) == 7
-    assert sample(page, "peerwire_tasks_created_total") == 7
-    assert sample(page, "peerwire_tasks_finished_total", state="completed") == 7
+    assert sample(page, "peerwire_tasks_created_total", skill="echo") == 7
+    assert sample(page, "peerwire_tasks_finished_total", state="completed", skill="echo") == 7
     assert any(name.endswith(".db") for name in os.listdir(tmp_path))
 
 

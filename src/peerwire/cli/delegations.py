@@ -85,9 +85,13 @@ def list_command(
             await ledger.close()
         # A parent's end row records a decision, not a delegation: never listed.
         entries = [e for e in found if e.kind != "end" and (not open_ or unsettled(e))]
-        for entry in entries:
-            typer.echo(json.dumps(_as_json(entry)) if as_json else _line(entry))
-        if not entries and not as_json:
+        if as_json:
+            for entry in entries:
+                typer.echo(json.dumps(_as_json(entry)))
+        elif entries:
+            for line in _table(entries):
+                typer.echo(line)
+        else:
             typer.echo("peerwire: no delegations" + (" open" if open_ else " dead" if dead else ""))
         return 0
 
@@ -127,16 +131,47 @@ def retry_command(
     run(main)
 
 
+def _seen(entry: LedgerEntry) -> str:
+    if not entry.observed_at:
+        return "-"
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(entry.observed_at))
+
+
 def _line(entry: LedgerEntry) -> str:
-    seen = (
-        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(entry.observed_at))
-        if entry.observed_at
-        else "-"
-    )
+    """One entry on its own (after a retry): labelled fields, no table to read it against."""
     return (
         f"{entry.id}  {entry.scope}  {entry.key}  {entry.kind}  {entry.agent}  "
-        f"seen={seen}  {describe_entry(entry)}"
+        f"seen={_seen(entry)}  {describe_entry(entry)}"
     )
+
+
+_COLUMNS = ("ID", "SCOPE", "KEY", "KIND", "AGENT", "SEEN", "STATUS", "REMOTE", "STATE", "REASON")
+
+
+def _table(entries: list[LedgerEntry]) -> list[str]:
+    """The listing: a header row, then one row per entry, columns padded to line up."""
+    rows = [_COLUMNS] + [
+        (
+            entry.id,
+            entry.scope,
+            entry.key,
+            entry.kind,
+            entry.agent,
+            _seen(entry),
+            entry.status.value,
+            entry.remote_task_id or "-",
+            entry.remote_state.removeprefix("TASK_STATE_").lower() or "-",
+            " ".join(entry.reason.split()) or "-",
+        )
+        for entry in entries
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS) - 1)]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True))
+        + "  "
+        + row[-1]
+        for row in rows
+    ]
 
 
 def _as_json(entry: LedgerEntry) -> dict[str, object]:

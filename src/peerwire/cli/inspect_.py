@@ -38,17 +38,32 @@ def inspect_command(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds each call to the agent may take.")
     ] = 30.0,
+    ledger: Annotated[
+        str | None,
+        typer.Option(
+            "--ledger",
+            help="The agent's delegation ledger, to show each task's delegations: its store "
+            "(sqlite:PATH or postgresql://...), as given to peerwire serve --store. Read only.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the inspector: the agent's card, conversations as timelines, the raw wire (as
     curl), tasks and push configs, credentials, and a self-check, in a local web page."""
     from ..httpd import CannotListenError
     from ..inspect import run_inspector
+    from ..inspect.page_io import InspectorError
 
     if not 0 <= port <= 65535:
         typer.echo(f"error: --port {port} is not a port (0-65535)", err=True)
         raise typer.Exit(2)
     try:
-        run_inspector(url, host=host, port=port, open_browser=open_browser, timeout=timeout)
+        run_inspector(
+            url, host=host, port=port, open_browser=open_browser, timeout=timeout, ledger=ledger
+        )
+    except InspectorError as exc:
+        typer.echo(f"error: --ledger: {exc.message}", err=True)
+        raise typer.Exit(2) from None
     except (CannotListenError, OSError) as exc:
         typer.echo(f"error: cannot listen on {host}:{port}: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,7 @@ WORKER_STOPPED = "the worker running this task stopped"
 # What a Redis operation raises when Redis is away (``RuntimeError``: see ``is_outage``).
 _REDIS_AWAY = (RedisError, OSError, RuntimeError)
 _RETRY_S = 0.5
+_END_RECANCEL_S = 1.0
 _RETRY_MAX_S = 2.0
 _FULL_WAIT_S = 0.05
 _READ_BATCH = 64
@@ -156,10 +158,14 @@ class Placement:
 
     async def end(self) -> None:
         loops, self._loops = self._loops, []
-        for loop in loops:
-            loop.cancel()
-        if loops:
-            await asyncio.wait(loops)
+        pending = set(loops)
+        while pending:
+            # Again until they end: a cancel that lands as a Redis call times out can be
+            # lost (a timeout inside redis-py on Python 3.11 swallows it), and a loop that
+            # lost it would sleep on, with this wait never done.
+            for loop in pending:
+                loop.cancel()
+            _, pending = await asyncio.wait(pending, timeout=_END_RECANCEL_S)
         if self._open:
             self._open = False
             await self.queue.close()
@@ -341,6 +347,10 @@ class Placement:
         if metrics is not None:
             # Taken over from a consumer that stopped without acknowledging them.
             metrics.reclaimed.inc(sum(1 for job in leased if job.reclaimed))
+            now = time.time()
+            for job in leased:
+                if (queued_at := job.queued_at) is not None:
+                    metrics.queue_waited(now - queued_at)
         if not leased:
             return
         # Fresh: the task is as its job carries it (see ``RedisWorkQueue.take_jobs``).
@@ -415,6 +425,7 @@ class Placement:
             answers=user_messages[1:],
             latest=user_messages[-1] if len(user_messages) > 1 else None,
             known_callers=_carried_callers(job, user_messages[0]) if fresh else None,
+            created_at=record.submitted_at(),
         )
 
     async def _fail(self, record: TaskRecord, text: str) -> None:
@@ -570,7 +581,10 @@ class Placement:
         """
         runner = self.runner
         if runner.metrics is not None:
-            runner.metrics.queue_sampled(await self.queue.backlog())
+            oldest = await self.queue.oldest_queued_at()
+            runner.metrics.queue_sampled(
+                await self.queue.backlog(), 0.0 if oldest is None else time.time() - oldest
+            )
         # The jobs every consumer is done with leave the stream (it would keep them all).
         # Housekeeping: with Redis away it waits for the next sweep, and the sweep goes on.
         try:

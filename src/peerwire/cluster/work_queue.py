@@ -78,6 +78,12 @@ class Job:
     """With ``task``: its first message's recorded caller (``server.context.encode_caller``;
     ``b""``: none was needed), so that a fresh start reads no caller from the store either."""
 
+    @property
+    def queued_at(self) -> float | None:
+        """When the job was queued, in seconds since the epoch by Redis's clock (its stream
+        entry id's milliseconds); ``None`` for a job not read from the queue."""
+        return _queued_ms(self.entry_id) / 1000 if self.entry_id else None
+
 
 @dataclass(frozen=True, slots=True)
 class ControlMessage:
@@ -402,7 +408,42 @@ class RedisWorkQueue:
             name = group.get("name")
             if name in (self.group, self.group.encode()):
                 return int(group.get("lag") or 0) + int(group.get("pending") or 0)
-        return 0
+        # No worker has read yet (the group is made at the first read, from the stream's
+        # start): every job in the stream waits.
+        return int(await self._call(lambda: client.xlen(self.jobs_key)))
+
+    async def oldest_queued_at(self) -> float | None:
+        """When the oldest job no worker has taken was queued (seconds since the epoch, by
+        Redis's clock): the first one not given out yet, or one a consumer read and left
+        unacknowledged (it died), whichever is older; ``None``: there is none. At most three
+        round trips (``XINFO GROUPS``, ``XPENDING``, ``XRANGE ... COUNT 1``); the sweeper
+        samples it for the metrics."""
+        client = self._redis()
+        try:
+            groups = await self._call(lambda: client.xinfo_groups(self.jobs_key))
+        except ResponseError:  # no stream yet (nothing was ever queued, or Redis restarted)
+            return None
+        group = next(
+            (g for g in groups or () if g.get("name") in (self.group, self.group.encode())),
+            None,
+        )
+        if group is None:
+            # No worker has read yet (the group starts at the stream's start): the first
+            # job of the stream is the oldest waiting.
+            first = await self._call(lambda: client.xrange(self.jobs_key, count=1))
+            return _queued_ms(_text(first[0][0])) / 1000 if first else None
+        found: list[int] = []
+        if int(group.get("pending") or 0):
+            pending = await self._call(lambda: client.xpending(self.jobs_key, self.group))
+            if pending.get("min"):
+                found.append(_queued_ms(_text(pending["min"])))
+        lag = group.get("lag")  # None: Redis cannot tell (entries were deleted): look
+        if lag is None or int(lag) > 0:
+            after = _next_entry_id(group.get("last-delivered-id") or "0-0") or "-"
+            entries = await self._call(lambda: client.xrange(self.jobs_key, min=after, count=1))
+            if entries:
+                found.append(_queued_ms(_text(entries[0][0])))
+        return min(found) / 1000 if found else None
 
     async def trim_acknowledged(self) -> int:
         """Drop the jobs the group has acknowledged from the stream; how many went.
@@ -686,6 +727,10 @@ def _next_entry_id(entry_id: bytes | str) -> str | None:
     if not (ms.isdigit() and seq.isdigit()) or text == "0-0":
         return None
     return f"{ms}-{int(seq) + 1}"
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _queued_ms(entry_id: str) -> int:

@@ -18,6 +18,7 @@ traceback):
     GET    /api/tasks/{id}         ?binding                                 (GetTask)
     POST   /api/tasks/{id}/cancel  {binding}
     POST   /api/tasks/{id}/subscribe {binding}
+    GET    /api/tasks/{id}/delegations             what the agent's ledger holds for it
     GET    /api/tasks/{id}/push-configs            ?binding
     POST   /api/tasks/{id}/push-configs            {binding, url, token?, id?}
     GET    /api/tasks/{id}/push-configs/{config}   ?binding
@@ -43,6 +44,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..errors import PeerwireError
+from .delegations import LedgerView
 from .hub import EventHub
 from .page_io import InspectorError, binding_of, describe_error, error_status
 from .session import InspectorSession
@@ -91,10 +93,17 @@ class _Dispatcher:
 
 class InspectorApp:
     """The ASGI app of ``peerwire inspect``. ``allowed_hosts``: host names (besides the
-    loopback ones) that requests may be addressed to."""
+    loopback ones) that requests may be addressed to. ``ledger``: the agent's delegation
+    ledger, a store spec (``sqlite:PATH``, ``postgresql://...``: the agent's ``--store``),
+    read to show each task's delegations; ``None``: not shown."""
 
     def __init__(
-        self, *, url: str = "", timeout: float = 30.0, allowed_hosts: tuple[str, ...] = ()
+        self,
+        *,
+        url: str = "",
+        timeout: float = 30.0,
+        allowed_hosts: tuple[str, ...] = (),
+        ledger: str | None = None,
     ) -> None:
         self.hub = EventHub()
         self.session = InspectorSession(self.hub.publish, timeout=timeout)
@@ -104,10 +113,14 @@ class InspectorApp:
         self.allowed_hosts = _LOOPBACK_NAMES | {h.lower() for h in allowed_hosts}
         self.dispatcher = _Dispatcher(_Runner(self))
         self._static = resources.files(__package__).joinpath("static")
+        self.ledger = None if ledger is None else LedgerView(ledger)
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         try:
+            if self.ledger is not None:
+                # Opened first: a ledger that cannot be read stops the start, in words.
+                await self.ledger.open()
             if self.initial_url:
                 # The URL given on the command line: its card is shown when the page opens.
                 # An agent that is not up yet is not fatal: the page says so and can retry.
@@ -118,6 +131,8 @@ class InspectorApp:
         finally:
             self.hub.close()
             await self.session.drain()
+            if self.ledger is not None:
+                await self.ledger.close()
 
     # -- ASGI -------------------------------------------------------------------------------
 
@@ -162,7 +177,7 @@ class InspectorApp:
         binding = binding_of(body.get("binding") or query.get("binding"))
         match method, parts:
             case "GET", ["state"]:
-                return 200, session.state()
+                return 200, {**session.state(), "ledger": self.ledger is not None}
             case "POST", ["connect"]:
                 return 200, await session.connect(body.get("url"), pinned_keys=body.get("keys"))
             case "POST", ["credentials"]:
@@ -179,6 +194,14 @@ class InspectorApp:
                 return 200, await session.cancel_task(binding, task_id)
             case "POST", ["tasks", task_id, "subscribe"]:
                 return 202, session.start_subscribe(binding, task_id)
+            case "GET", ["tasks", task_id, "delegations"]:
+                if self.ledger is None:
+                    raise InspectorError(
+                        "no delegation ledger to read: start the inspector with --ledger "
+                        "STORE (the agent's store, e.g. sqlite:./peerwire.db)",
+                        404,
+                    )
+                return 200, await self.ledger.of_task(task_id)
             case "GET", ["tasks", task_id, "push-configs"]:
                 return 200, {"configs": await session.push_configs(binding, task_id)}
             case "POST", ["tasks", task_id, "push-configs"]:

@@ -45,11 +45,17 @@ def page_url(host: str, port: int) -> str:
 
 @contextlib.asynccontextmanager
 async def serve_inspector(
-    url: str = "", *, host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0
+    url: str = "",
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    timeout: float = 30.0,
+    ledger: str | None = None,
 ) -> AsyncIterator[str]:
     """Serve the inspector in this event loop (``port`` 0: a free one); yield the page's
-    URL. On exit every run stops and every client closes."""
-    app = InspectorApp(url=url, timeout=timeout, allowed_hosts=(host,))
+    URL. On exit every run stops and every client closes. ``ledger``: the agent's delegation
+    ledger (a store spec), to show each task's delegations."""
+    app = InspectorApp(url=url, timeout=timeout, allowed_hosts=(host,), ledger=ledger)
     sock = _bind(host, port)
     server = HTTPServer(app, connection_grace=2.0)
     serving = asyncio.create_task(server.serve(sock=sock))
@@ -83,9 +89,11 @@ def run_inspector(
     open_browser: bool = False,
     timeout: float = 30.0,
     announce: bool = True,
+    ledger: str | None = None,
 ) -> None:
-    """Serve the inspector until SIGINT/SIGTERM; open it in a browser with ``open_browser``."""
-    app = InspectorApp(url=url, timeout=timeout, allowed_hosts=(host,))
+    """Serve the inspector until SIGINT/SIGTERM; open it in a browser with ``open_browser``;
+    ``ledger``: the agent's delegation ledger (a store spec), to show tasks' delegations."""
+    app = InspectorApp(url=url, timeout=timeout, allowed_hosts=(host,), ledger=ledger)
     sock = _bind(host, port)
     address = page_url(host, sock.getsockname()[1])
     if announce:

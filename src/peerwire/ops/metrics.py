@@ -5,7 +5,10 @@
 answered a request (``RequestMeter``), the runner as handlers start, wait in ``ask`` and end,
 the dispatcher as streams open and close, the push deliverer and the cluster placement in
 their own loops. A scrape only renders what is there: it never reads the task store, so it
-costs the serving path nothing, however often it comes.
+costs the serving path nothing, however often it comes. The one exception is what only the
+store knows across processes (the tasks waiting for their client): ``watch_store`` registers
+a count the page refreshes at most once per ``STORE_SAMPLE_S`` (one indexed query, cached in
+between), bounded in time, before it renders.
 
 The hot path is a request: its binding calls ``RequestMeter.ok`` (or ``failed``) once, which
 is one dict lookup for the labelled children bound at the first request of that kind, one
@@ -18,7 +21,8 @@ which measured several times dearer); all the metrics work of a blocking SendMes
 
 Labels are bounded by construction: operations are A2A's eleven, bindings three, outcomes
 ``ok`` or an error reason of the wire table (``errors``), task states the terminal four,
-dependencies away the three of ``ServiceUnavailableError.DEPENDENCIES``; no task id,
+dependencies away the three of ``ServiceUnavailableError.DEPENDENCIES``, skills those the
+card declares (``declare_skills``; any other is ``unknown``); no task id,
 tenant or free text is ever a label value.
 
 Several processes on one host (a pre-forking server, ``peerwire worker`` beside
@@ -29,9 +33,14 @@ scrape of any of them adds every process's values up (gauges of live processes o
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
+import platform
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
 from ..errors import (
@@ -41,7 +50,7 @@ from ..errors import (
     UnknownA2AError,
     wire_info,
 )
-from ..protocol.states import TERMINAL
+from ..protocol.states import INTERRUPTED, TERMINAL
 from ..protocol.subscription import TASK_FINISHED, is_finished_task_refusal
 from ..types import TaskState
 
@@ -52,11 +61,14 @@ __all__ = [
     "BINDINGS",
     "MULTIPROC_ENV",
     "OPERATIONS",
+    "STORE_SAMPLE_S",
+    "UNKNOWN_SKILL",
     "Level",
     "LevelSet",
     "Metrics",
     "MetricsUnavailableError",
     "RequestMeter",
+    "StoreCount",
     "metrics_available",
     "outcome_of",
 ]
@@ -82,7 +94,17 @@ OPERATIONS: Final = (
 )
 """The values of the ``operation`` label: A2A's operations, as JSON-RPC names its methods."""
 
+log = logging.getLogger("peerwire.metrics")
+
 OK: Final = "ok"
+UNKNOWN_SKILL: Final = "unknown"
+"""The ``skill`` label of a task whose skill the card does not declare (never free text)."""
+
+STORE_SAMPLE_S: Final = 15.0
+"""How long a count read from the store stands for (a common scrape interval): scrapes in
+between render the cached value, so the store sees one query per interval per process."""
+_STORE_SAMPLE_TIMEOUT_S: Final = 2.0
+"""The most a scrape waits for the store's count; slower, it renders the last value."""
 UNKNOWN_OPERATION: Final = "unknown"
 """The operation of a request refused before its operation could be told (a malformed body)."""
 
@@ -107,6 +129,42 @@ REQUEST_BUCKETS: Final = (
     60.0,
 )
 
+# Tasks: from a blocking send's milliseconds to a human's answer a day later.
+TASK_BUCKETS: Final = (
+    0.01,
+    0.05,
+    0.1,
+    0.5,
+    1.0,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    300.0,
+    900.0,
+    3600.0,
+    4 * 3600.0,
+    24 * 3600.0,
+)
+# Queue wait: a job is normally taken within milliseconds; a backlog makes it seconds or more.
+QUEUE_BUCKETS: Final = (
+    0.001,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    300.0,
+)
+
 _TERMINAL_LABELS: Final = {
     TaskState.COMPLETED: "completed",
     TaskState.FAILED: "failed",
@@ -114,6 +172,15 @@ _TERMINAL_LABELS: Final = {
     TaskState.REJECTED: "rejected",
 }
 assert set(_TERMINAL_LABELS) == TERMINAL
+_WAITING_LABELS: Final = {
+    TaskState.INPUT_REQUIRED: "input_required",
+    TaskState.AUTH_REQUIRED: "auth_required",
+}
+assert set(_WAITING_LABELS) == INTERRUPTED
+
+StoreCount = Callable[[], Awaitable[Mapping[TaskState, int] | None]]
+"""A store's count of its tasks per state (``TaskStore.count_waiting``); ``None``: it cannot
+tell cheaply."""
 
 
 _T = TypeVar("_T")
@@ -258,7 +325,7 @@ _Record = tuple[Callable[[], None], Callable[[float], None]]
 _KNOWN_OPERATIONS: Final = frozenset((*OPERATIONS, UNKNOWN_OPERATION))
 
 
-_GaugeMode = Literal["livesum", "livemax"]
+_GaugeMode = Literal["livesum", "livemax", "livemostrecent"]
 
 
 class _Instruments:
@@ -290,10 +357,16 @@ class _Instruments:
             # shared state (the store's outbox, the queue) is the same in each: the largest.
             return Gauge(name, text, labels, registry=None, multiprocess_mode=mode)
 
-        def histogram(name: str, text: str, labels: tuple[str, ...]) -> Any:
+        def histogram(
+            name: str,
+            text: str,
+            labels: tuple[str, ...] = (),
+            buckets: tuple[float, ...] = REQUEST_BUCKETS,
+        ) -> Any:
             if fast is not None:
-                return fast.family("histogram", name, text, labels, REQUEST_BUCKETS)
-            return Histogram(name, text, labels, registry=None, buckets=REQUEST_BUCKETS)
+                family = fast.family("histogram", name, text, labels, buckets)
+                return family if labels else family.labels()
+            return Histogram(name, text, labels, registry=None, buckets=buckets)
 
         request_labels = ("operation", "binding", "outcome")
         self.requests = counter(
@@ -312,11 +385,34 @@ class _Instruments:
             "by dependency: task_store, event_bus, work_queue",
             ("dependency",),
         )
-        self.tasks_created = counter("peerwire_tasks_created_total", "Tasks created")
+        self.build_info = gauge(
+            "peerwire_build_info",
+            "Always 1: the peerwire version and the Python version of the process",
+            ("version", "python"),
+            mode="livemax",
+        )
+        self.tasks_created = counter(
+            "peerwire_tasks_created_total", "Tasks created, by skill", ("skill",)
+        )
         self.tasks_finished = counter(
             "peerwire_tasks_finished_total",
-            "Tasks that reached a terminal state here, by state",
+            "Tasks that reached a terminal state here, by state and skill",
+            ("state", "skill"),
+        )
+        self.task_duration = histogram(
+            "peerwire_task_duration_seconds",
+            "Time from a task's creation to its terminal state, by state and skill (tasks "
+            "whose handler ran from their start to their end in one process)",
+            ("state", "skill"),
+            TASK_BUCKETS,
+        )
+        self.tasks_waiting = gauge(
+            "peerwire_tasks_waiting",
+            "Tasks waiting for their client (input_required, auth_required), counted in the "
+            "store: every process's, not this one's",
             ("state",),
+            # Each process counts the same store now and then: the latest count is the one.
+            mode="livemostrecent",
         )
         self.working = gauge(
             "peerwire_handlers_working", "Handlers running in this process (not in ask)"
@@ -358,6 +454,16 @@ class _Instruments:
             "Jobs waiting in the cluster's work queue (sampled by the sweeper)",
             mode="livemax",
         )
+        self.queue_oldest_age = gauge(
+            "peerwire_work_queue_oldest_age_seconds",
+            "Age of the oldest job no worker has taken yet (0: none; sampled by the sweeper)",
+            mode="livemax",
+        )
+        self.queue_wait = histogram(
+            "peerwire_work_queue_wait_seconds",
+            "Time from queueing a job to a worker taking its task (the queue's clock)",
+            buckets=QUEUE_BUCKETS,
+        )
         self.lease_renewals = counter(
             "peerwire_lease_renewals_total", "Task leases renewed by this process's holders"
         )
@@ -395,16 +501,27 @@ class Metrics:
     of every process writing to that directory; ``registry`` is then only what is rendered
     beside them.
 
+    ``store_every``: how long the store's count of waiting tasks stands for (seconds,
+    ``STORE_SAMPLE_S`` by default): a scrape after that queries the store again, one before
+    renders the count it has.
+
     Raises ``MetricsUnavailableError`` when prometheus-client is not installed.
     """
 
-    def __init__(self, *, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, *, registry: CollectorRegistry | None = None, store_every: float = STORE_SAMPLE_S
+    ) -> None:
         try:
             import prometheus_client
         except ImportError:
             raise MetricsUnavailableError(
                 "metrics need prometheus-client: pip install 'peerwire[metrics]'"
             ) from None
+        if not store_every > 0:
+            raise ValueError(
+                f"store_every must be a positive number of seconds, not {store_every!r}"
+            )
+        self.store_every = store_every
         self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         if self.multiprocess:
             from prometheus_client import multiprocess, values
@@ -428,17 +545,18 @@ class Metrics:
             self.registry = registry
             self._instruments = _Instruments(registry)
         instruments = self._instruments
-        self.tasks_created: Any = instruments.tasks_created
+        instruments.build_info.labels(_peerwire_version(), platform.python_version()).set(1)
         self.working: Level = instruments.working
         self.waiting: Level = instruments.waiting
         self.subscribers: Level = instruments.subscribers
         self.lease_renewals: Any = instruments.lease_renewals
         self.reclaimed: Any = instruments.reclaimed
-        self._finished = {
-            state: instruments.tasks_finished.labels(label)
-            for state, label in _TERMINAL_LABELS.items()
-        }
+        self._skills: set[str] = set()
+        # Bound children by label values, as RequestMeter binds them: no .labels() per task.
+        self._created: dict[str, Callable[[], None]] = {}
+        self._finished: dict[str, dict[TaskState, _Record]] = {}
         self._meters: dict[str, RequestMeter] = {}
+        self._watches: list[_StoreWatch] = []
 
     def requests(self, binding: str) -> RequestMeter:
         """The request meter of ``binding`` (one of ``BINDINGS``)."""
@@ -451,11 +569,95 @@ class Metrics:
 
     # -- tasks ------------------------------------------------------------------------------
 
-    def task_finished(self, state: TaskState) -> None:
-        """A task reached ``state``; states that are not terminal are ignored."""
-        child = self._finished.get(state)
-        if child is not None:
-            child.inc()
+    def declare_skills(self, skill_ids: Iterable[str]) -> None:
+        """The skills the card declares: the values the ``skill`` label may take (added to
+        those declared before: one ``Metrics`` may serve several agents)."""
+        self._skills.update(skill_ids)
+
+    def _skill(self, skill_id: str) -> str:
+        return skill_id if skill_id in self._skills else UNKNOWN_SKILL
+
+    def task_created(self, skill_id: str) -> None:
+        """A task was created for the skill ``skill_id``."""
+        count = self._created.get(skill_id)
+        if count is None:
+            label = self._skill(skill_id)
+            count = self._created.get(label)
+            if count is None:
+                count = self._created[label] = self._instruments.tasks_created.labels(label).inc
+        count()
+
+    def task_finished(
+        self, state: TaskState, skill_id: str = "", created_at: float | None = None
+    ) -> None:
+        """A task of ``skill_id`` reached ``state``, ``created_at`` (``time.time()``) when this
+        process knows it: then its duration is observed too. States that are not terminal
+        are ignored."""
+        # By skill, then state: one str and one enum lookup on the hot path.
+        by_state = self._finished.get(skill_id)
+        if by_state is None:
+            by_state = self._finished_of(self._skill(skill_id))
+        record = by_state.get(state)
+        if record is None:
+            return
+        count, observe = record
+        count()
+        if created_at is not None:
+            elapsed = time.time() - created_at
+            observe(elapsed if elapsed > 0 else 0.0)  # a clock that stepped back: 0
+
+    def _finished_of(self, label: str) -> dict[TaskState, _Record]:
+        """The bound (count, observe) of each terminal state for a ``skill`` label (only
+        declared skills and ``unknown`` are keys: the dict stays bounded)."""
+        by_state = self._finished.get(label)
+        if by_state is None:
+            instruments = self._instruments
+            by_state = self._finished[label] = {
+                state: (
+                    instruments.tasks_finished.labels(name, label).inc,
+                    instruments.task_duration.labels(name, label).observe,
+                )
+                for state, name in _TERMINAL_LABELS.items()
+            }
+        return by_state
+
+    # -- the store --------------------------------------------------------------------------
+
+    def watch_store(self, count: StoreCount) -> Callable[[], None]:
+        """Count the tasks waiting for their client with ``count`` (the store's), refreshed
+        by the page at most every ``store_every`` seconds; call in the event loop the store
+        runs in. Returns the call that stops it (the store is closing)."""
+        watch = _StoreWatch(count, asyncio.get_running_loop(), self.store_every)
+        self._watches.append(watch)
+
+        def stop() -> None:
+            if watch in self._watches:
+                self._watches.remove(watch)
+
+        return stop
+
+    async def refresh(self) -> None:
+        """Bring what is sampled at scrape time up to date (the store's counts, when their
+        interval has passed); a store that fails or is slow leaves the last value (logged)."""
+        for watch in list(self._watches):
+            await watch.refresh(self._instruments)
+
+    def refresh_from_thread(self) -> None:
+        """``refresh`` from a thread that is not the store's event loop (``MetricsPort``)."""
+        for watch in list(self._watches):
+            if not watch.due():
+                continue
+            try:
+                future = asyncio.run_coroutine_threadsafe(
+                    watch.refresh(self._instruments), watch.loop
+                )
+            except RuntimeError:  # the loop is closed: nothing to count with
+                continue
+            try:
+                future.result(_STORE_SAMPLE_TIMEOUT_S + 1.0)
+            except Exception as exc:  # a scrape renders what it has
+                future.cancel()
+                log.debug("peerwire: the store's task count was not refreshed: %r", exc)
 
     # -- push -------------------------------------------------------------------------------
 
@@ -474,8 +676,15 @@ class Metrics:
 
     # -- cluster ----------------------------------------------------------------------------
 
-    def queue_sampled(self, jobs: int) -> None:
+    def queue_sampled(self, jobs: int, oldest_age: float = 0.0) -> None:
+        """The work queue holds ``jobs`` not run yet, the oldest not taken ``oldest_age``
+        seconds old (``0``: none)."""
         self._instruments.queue_jobs.set(jobs)
+        self._instruments.queue_oldest_age.set(max(0.0, oldest_age))
+
+    def queue_waited(self, seconds: float) -> None:
+        """A worker took a job ``seconds`` after it was queued."""
+        self._instruments.queue_wait.observe(max(0.0, seconds))
 
     def swept(self, action: str, count: int = 1) -> None:
         """The sweeper did ``action`` (a fixed word: ``failed_orphan``, ``requeued``, ...)."""
@@ -497,6 +706,46 @@ class Metrics:
 
         encode, content_type = choose_encoder(accept or "")
         return encode(self.registry), content_type
+
+
+class _StoreWatch:
+    """One store's count of waiting tasks, cached for ``every`` seconds."""
+
+    def __init__(self, count: StoreCount, loop: asyncio.AbstractEventLoop, every: float) -> None:
+        self.count = count
+        self.loop = loop
+        self.every = every
+        self._next = 0.0  # time.monotonic() when a scrape may query again
+        self._lock = threading.Lock()  # one query at a time, whichever thread scrapes
+
+    def due(self) -> bool:
+        return time.monotonic() >= self._next
+
+    async def refresh(self, instruments: _Instruments) -> None:
+        if not self.due() or not self._lock.acquire(blocking=False):
+            return  # fresh enough, or another scrape is counting now
+        try:
+            # Whatever comes of it, the next query waits an interval: a store that is away
+            # is not asked at every scrape.
+            self._next = time.monotonic() + self.every
+            try:
+                counts = await asyncio.wait_for(self.count(), _STORE_SAMPLE_TIMEOUT_S)
+            except Exception as exc:  # the page renders the last value
+                log.debug("peerwire: counting the waiting tasks in the store failed: %r", exc)
+                return
+            if counts is None:
+                return
+            for state, label in _WAITING_LABELS.items():
+                instruments.tasks_waiting.labels(label).set(counts.get(state, 0))
+        finally:
+            self._lock.release()
+
+
+def _peerwire_version() -> str:
+    try:
+        return metadata.version("peerwire")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown"
 
 
 _PROCESS_INSTRUMENTS: list[_Instruments] = []

@@ -7,8 +7,9 @@ same page on a separate port, from a thread: a scrape is then answered even whil
 loop is busy, and the port can stay inside the cluster network while the agent's port is
 public.
 
-A scrape renders what the instruments hold (``Metrics.render``); it never reads the task
-store.
+A scrape renders what the instruments hold (``Metrics.render``), after bringing what is
+sampled at scrape time up to date (``Metrics.refresh``: the store's count of waiting tasks,
+at most once per its interval, only for a scrape that was let in).
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ class _Page:
         self.metrics = metrics
         self._expected = None if token is None else f"Bearer {token}".encode()
 
-    def answer(
-        self, method: str, authorization: bytes | None, accept: str | None
-    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    def refusal(
+        self, method: str, authorization: bytes | None
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
+        """The answer to a scrape that is not let in; ``None``: it is."""
         if method not in ("GET", "HEAD"):
             return _text(405, b"Method Not Allowed", [(b"allow", b"GET, HEAD")])
         # Compared in constant time: the token must not leak by timing.
@@ -52,6 +54,10 @@ class _Page:
         ):
             challenge = [(b"www-authenticate", b'Bearer realm="metrics"')]
             return _text(401, b"Unauthorized: this page needs its bearer token", challenge)
+        return None
+
+    def page(self, method: str, accept: str | None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """The page of a scrape that was let in."""
         body, content_type = self.metrics.render(accept)
         headers = [
             (b"content-type", content_type.encode("latin-1")),
@@ -90,7 +96,12 @@ class MetricsEndpoint:
                 authorization = value
             elif name == b"accept":
                 accept = value.decode("latin-1")
-        status, headers, body = self._page.answer(scope["method"], authorization, accept)
+        page = self._page
+        answer = page.refusal(scope["method"], authorization)
+        if answer is None:
+            await page.metrics.refresh()
+            answer = page.page(scope["method"], accept)
+        status, headers, body = answer
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
@@ -149,11 +160,14 @@ class MetricsPort:
 
     def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         authorization = environ.get("HTTP_AUTHORIZATION")
-        status, headers, body = self._page.answer(
-            environ["REQUEST_METHOD"],
-            None if authorization is None else authorization.encode("latin-1"),
-            environ.get("HTTP_ACCEPT"),
+        method, page = environ["REQUEST_METHOD"], self._page
+        answer = page.refusal(
+            method, None if authorization is None else authorization.encode("latin-1")
         )
+        if answer is None:
+            page.metrics.refresh_from_thread()
+            answer = page.page(method, environ.get("HTTP_ACCEPT"))
+        status, headers, body = answer
         start_response(
             f"{status} {_REASONS[status]}",
             [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers],

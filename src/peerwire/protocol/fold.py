@@ -21,6 +21,7 @@ from ..types import (
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
+    parse_timestamp,
 )
 from .history import trim_history
 from .states import TERMINAL, check_transition
@@ -69,6 +70,17 @@ class TaskRecord:
         self._growing: str | None = None
         self.metadata = metadata
         self.version = version
+
+    def submitted_at(self) -> float | None:
+        """When a task that has not started was created (its SUBMITTED status's stamp, in
+        seconds since the epoch); ``None`` once it has moved on (that stamp is gone)."""
+        stamp = self.status.timestamp
+        if self.status.state is not TaskState.SUBMITTED or not stamp:
+            return None
+        try:
+            return parse_timestamp(stamp).timestamp()
+        except ValueError:
+            return None
 
     @classmethod
     def from_task(cls, task: Task, version: int = 0) -> TaskRecord:

@@ -405,7 +405,7 @@ class Dispatcher:
                 # The caller sent this message before: the task it made is the answer.
                 return await self._repeat(held, request, call, streaming, blocking)
         if self.metrics is not None:
-            self.metrics.tasks_created.inc()
+            self.metrics.task_created(skill.id)
         await self._record_caller(task_id, first, call)
         if push is not None:
             await self._register_push_config(push, task_id, call)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 import types
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
@@ -37,7 +38,7 @@ from ..errors import (
     VersionConflictError,
 )
 from ..ops import tracing
-from ..ops.metrics import Metrics
+from ..ops.metrics import UNKNOWN_SKILL, Metrics
 from ..protocol import (
     ACTIVE,
     INTERRUPTED,
@@ -79,6 +80,7 @@ class _Live:
     __slots__ = (
         "answered_at",
         "cancel_reason",
+        "created_at",
         "ctx",
         "deadline",
         "deferred",
@@ -94,9 +96,12 @@ class _Live:
         "working",
     )
 
-    def __init__(self, ctx: TaskContext, skill: Skill) -> None:
+    def __init__(self, ctx: TaskContext, skill: Skill, created_at: float | None) -> None:
         self.ctx = ctx
         self.skill = skill
+        # When the task was created (``time.time()``), when this process knows it: its
+        # duration is observed as it ends (the metrics).
+        self.created_at = created_at
         self.task: asyncio.Task[None] | None = None
         self.deadline: asyncio.Timeout | None = None
         # Follow-ups (with who sent them) the handler has not taken yet, and its ``ask``.
@@ -207,8 +212,11 @@ class Runner:
         # The ledger of the tasks' delegations (``ctx.delegate``): canceled and compensated
         # as their tasks end (``_end_delegations``). In memory unless the app gives one.
         self.delegations = delegations or DelegationHub(MemoryLedgerStore())
-        if metrics is not None and self.delegations.observer.metrics is None:
-            self.delegations.observer.metrics = metrics
+        if metrics is not None:
+            metrics.declare_skills(skill.id for skill in agent.skills)
+            if self.delegations.observer.metrics is None:
+                self.delegations.observer.metrics = metrics
+        self._unwatch_store: Callable[[], None] | None = None
         self.store = store
         self.bus = bus
         # A bus whose subscriptions fill their gaps from the store (RedisBus): an event
@@ -251,6 +259,9 @@ class Runner:
 
     async def __aenter__(self) -> Runner:
         self._loop = asyncio.get_running_loop()
+        if self.metrics is not None:
+            # The tasks waiting for their client, counted by the store (every process's).
+            self._unwatch_store = self.metrics.watch_store(self.store.count_waiting)
         await self.delegations.open()
         self._group = asyncio.TaskGroup()
         await self._group.__aenter__()
@@ -266,6 +277,9 @@ class Runner:
             await self.drain()
         finally:
             self._group = None
+            if self._unwatch_store is not None:
+                self._unwatch_store()
+                self._unwatch_store = None
             try:
                 await self._wait_tasks()
                 await group.__aexit__(None, None, None)
@@ -472,6 +486,7 @@ class Runner:
             owner=info.owner,
             state=record.state,
             answers=user_messages[1:],
+            created_at=record.submitted_at(),
         )
 
     # -- starting and continuing ----------------------------------------------------------
@@ -498,10 +513,12 @@ class Runner:
         latest: Message | None = None,
         caller: CallerSource | None = None,
         own_span: bool = True,
+        created_at: float | None = None,
     ) -> None:
         """Run ``skill`` for a task that already exists in the store; ``caller`` sent its
         latest message (``TaskContext.caller``). ``own_span``: traced, the handler gets a
-        span of its own (``False``: it runs in the request's, which waits for it)."""
+        span of its own (``False``: it runs in the request's, which waits for it).
+        ``created_at``: when the task was created (``time.time()``), when known."""
         self.check_capacity()
         self._start(
             skill,
@@ -515,6 +532,7 @@ class Runner:
             latest=latest,
             caller=caller,
             own_span=own_span,
+            created_at=created_at,
         )
 
     async def launch(
@@ -551,6 +569,7 @@ class Runner:
                 state=TaskState.SUBMITTED,
                 answers=[],
                 caller=caller,
+                created_at=time.time(),  # the task was stored a moment ago
             )
             return True
         try:
@@ -597,6 +616,7 @@ class Runner:
             # Traced, the request's span lasts until the task settles: the handler runs in
             # it, one span per blocking send rather than two.
             own_span=False,
+            created_at=time.time(),  # the task was stored a moment ago
         )
         live = self._live[task_id]
         # The handler has not run yet (its task is only scheduled): no event is missed.
@@ -619,6 +639,7 @@ class Runner:
         caller: CallerSource | None = None,
         own_span: bool = True,
         known_callers: dict[str, Caller] | None = None,
+        created_at: float | None = None,
     ) -> _Live:
         """``known_callers``: the recorded callers of the task's messages where the caller
         has them already (a fresh job carries its first message's); None: read if needed."""
@@ -642,7 +663,7 @@ class Runner:
             if state is TaskState.SUBMITTED
             else self.delegations.for_task(task_id, tenant),
         )
-        live = _Live(ctx, skill)
+        live = _Live(ctx, skill, created_at)
         self._live[task_id] = live
         self._set_working(live, True)
         placement = self.placement
@@ -908,9 +929,11 @@ class Runner:
         else:
             await self._append_and_publish(ctx.task_id, (event,), (event,))
         if isinstance(event, TaskStatusUpdateEvent) and ends_blocking_wait(event.status.state):
-            if self.metrics is not None:
-                self.metrics.task_finished(event.status.state)  # not terminal: ignored
             live = self._live.get(ctx.task_id)
+            if self.metrics is not None:
+                self.metrics.task_finished(  # not terminal: ignored
+                    event.status.state, ctx.skill_id, None if live is None else live.created_at
+                )
             if live is not None:
                 live.settle()
 
@@ -1075,10 +1098,12 @@ class Runner:
         result: TaskArtifactUpdateEvent | None = None,
         *,
         leading: TaskStatusUpdateEvent | None = None,
+        live: _Live | None = None,
     ) -> None:
         """Record ``state`` (with ``text`` as the agent's message), after ``result``'s artifact
         when given, after ``leading`` (a deferred WORKING) when given: all in one append (one
-        commit for a durable store), all published."""
+        commit for a durable store), all published. ``live``: the handler whose outcome it
+        is (its skill and creation time go to the metrics)."""
         message = None
         if text is not None:
             message = Message(
@@ -1098,7 +1123,11 @@ class Runner:
             events = (leading, *events)
         await self._append_and_publish(task_id, events, events)
         if self.metrics is not None:
-            self.metrics.task_finished(state)  # not terminal: ignored
+            self.metrics.task_finished(  # not terminal: ignored
+                state,
+                UNKNOWN_SKILL if live is None else live.skill.id,
+                None if live is None else live.created_at,
+            )
 
     # -- running a handler ------------------------------------------------------------------
 
@@ -1128,7 +1157,7 @@ class Runner:
                 # time limit that struck as the skill returned fails the task without it).
                 result = live.result if outcome[0] is TaskState.COMPLETED else None
                 await self._emit_status(
-                    ctx.task_id, ctx.context_id, *outcome, result, leading=leading
+                    ctx.task_id, ctx.context_id, *outcome, result, leading=leading, live=live
                 )
                 ctx.state = outcome[0]  # what the task is now (``Placement.run_leased``)
             except (IllegalTransitionError, TaskNotFoundError):

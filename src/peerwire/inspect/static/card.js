@@ -39,6 +39,7 @@ export function renderCard(container, view) {
   const signature = h("span", { id: "signature", class: `badge sig-${view.signature}` }, view.signature);
   const signatures = (view.signatures || []).map((s) =>
     h("li", { class: "signature-key" }, `kid ${s.kid || "(none)"}, alg ${s.alg || "?"}`, s.jku ? `, jku ${s.jku}` : ""));
+  const schemes = Object.entries(card.securitySchemes || {});
   const headers = Object.entries(view.http.headers || {}).map(([k, v]) => h("li", {}, h("code", {}, `${k}: ${v}`)));
   replace(
     container,
@@ -71,9 +72,11 @@ export function renderCard(container, view) {
           (s.tags || []).length ? h("div", { class: "muted" }, "tags: " + s.tags.join(", ")) : null,
           (s.examples || []).length ? h("div", { class: "examples" }, "examples: ", s.examples.map((e, i) => [i ? ", " : "", h("q", {}, e)])) : null,
           (s.securityRequirements || []).length ? h("div", { class: "scopes" }, "requires: " + requirementText(s.securityRequirements)) : null))),
-    h("h4", {}, "Security schemes"),
-    h("ul", { id: "schemes" },
-      Object.entries(card.securitySchemes || {}).map(([name, scheme]) => h("li", {}, h("b", {}, name), " ", schemeText(scheme)))),
+    // No heading over nothing: a card without schemes says so in the "security" row above.
+    schemes.length ? h("h4", { id: "schemes-heading" }, "Security schemes") : null,
+    schemes.length
+      ? h("ul", { id: "schemes" }, schemes.map(([name, scheme]) => h("li", {}, h("b", {}, name), " ", schemeText(scheme))))
+      : null,
     h("h4", {}, "Problems found"),
     view.problems.length
       ? h("ul", { id: "problems" }, view.problems.map((p) => h("li", { class: "problem" }, p)))
@@ -96,11 +99,26 @@ const FIELDS = {
 // one on every TLS connection refuses the card to a client without it.
 const CLIENT_CERTIFICATE = { name: "client-certificate", kind: "mtls", where: "on every TLS connection (the card's too)" };
 
-export function renderCredentials(container, view, held, onChange, onError) {
-  const schemes = [...(view ? view.schemes || [] : [])];
+const isHttps = (url) => typeof url === "string" && /^https:/i.test(url.trim());
+
+// Where a TLS connection is made: the card's location, or any interface the card lists.
+function speaksTls(view) {
+  const card = view.document || {};
+  return isHttps(view.location) || (card.supportedInterfaces || []).some((i) => isHttps(i.url));
+}
+
+// typedUrl: the agent URL as typed, for the form shown before a card could be read.
+export function renderCredentials(container, view, held, onChange, onError, typedUrl) {
+  // A certificate form only where a certificate can be presented: on a TLS connection, and
+  // once a card is read, only for the mTLS schemes it declares.
+  const tls = view ? speaksTls(view) : isHttps(typedUrl);
+  const schemes = (view ? view.schemes || [] : []).filter((s) => s.kind !== "mtls" || tls);
   const note = schemes.length ? null
     : h("p", { class: "muted" }, view ? "The card declares no security schemes." : "The card's security schemes appear here.");
-  if (!schemes.some((s) => s.kind === "mtls")) schemes.push(CLIENT_CERTIFICATE);
+  const heldCertificate = Boolean(held[CLIENT_CERTIFICATE.name]);
+  if (((!view && tls) || heldCertificate) && !schemes.some((s) => s.kind === "mtls")) {
+    schemes.push(CLIENT_CERTIFICATE);
+  }
   replace(container, note, schemes.map((scheme) => {
     const fields = FIELDS[scheme.kind] || [];
     const inputs = {};

@@ -1,6 +1,7 @@
 // The conversation: the composer, the runs (each message sent, each resubscription) and a
 // timeline per task: status changes, artifact chunks assembling, an INPUT_REQUIRED question
-// with its reply box, cancel and resubscribe.
+// with its reply box, cancel and resubscribe; and, when the inspector reads the agent's
+// delegation ledger, the task's delegations to other agents.
 
 import { h, replace, time } from "./dom.js";
 import { get, post, query, taskPath } from "./api.js";
@@ -16,6 +17,8 @@ export class Conversation {
     this.onPushConfigs = onPushConfigs;
     this.runs = new Map();
     this.tasks = new Map();
+    this.ledger = false; // whether the backend reads the agent's delegation ledger
+    this.delegations = new Map(); // task id -> the ledger's view, once asked for
     this.runList = document.getElementById("runs");
     this.timelines = document.getElementById("timelines");
     document.getElementById("composer").addEventListener("submit", (e) => {
@@ -27,6 +30,7 @@ export class Conversation {
   reset(state) {
     this.runs.clear();
     this.tasks.clear();
+    this.ledger = Boolean(state.ledger);
     this.runList.replaceChildren();
     this.timelines.replaceChildren();
     for (const run of state.runs || []) this.updateRun(run);
@@ -95,7 +99,8 @@ export class Conversation {
           action("Cancel", "cancel", () => this.act(post(taskPath(task.id, "cancel"), { binding: binding() }))),
           action("Resubscribe", "resubscribe", () => this.act(post(taskPath(task.id, "subscribe"), { binding: binding() }))),
           action("Refresh", "refresh", () => this.act(get(taskPath(task.id) + query({ binding: binding() })))),
-          action("Push configs", "push", () => this.onPushConfigs(task.id)))),
+          action("Push configs", "push", () => this.onPushConfigs(task.id)),
+          this.ledger ? action("Delegations", "delegations", () => this.act(this.showDelegations(task.id))) : null)),
       task.dropped ? h("p", { class: "muted" }, `${task.dropped} older entries not shown`) : null,
       h("ol", { class: "timeline" }, task.entries.map(entryItem)),
       task.artifacts.length
@@ -105,8 +110,17 @@ export class Conversation {
             h("span", { class: "muted" }, ` ${a.chunks} chunk${a.chunks === 1 ? "" : "s"}${a.complete ? ", complete" : ""}`),
             h("pre", { class: "artifact-text" }, a.text))))
         : null,
-      WAITING.has(task.state) ? this.replyBox(task, typed) : null);
+      WAITING.has(task.state) ? this.replyBox(task, typed) : null,
+      this.delegations.has(task.id) ? delegationsView(this.delegations.get(task.id)) : null);
     return article;
+  }
+
+  // What the agent's ledger holds for the task, shown under its timeline (again on each
+  // click: the ledger moves on as remote tasks end and compensations run).
+  async showDelegations(taskId) {
+    this.delegations.set(taskId, await get(taskPath(taskId, "delegations")));
+    const task = this.tasks.get(taskId);
+    if (task) this.updateTask(task);
   }
 
   replyBox(task, typed) {
@@ -145,6 +159,44 @@ function entryItem(entry) {
     label ? h("span", { class: "kind" }, label, " ") : null,
     entry.state ? h("span", { class: `badge state-${entry.state}` }, entry.state) : null,
     text ? h("span", { class: "entry-text" }, " ", text) : null);
+}
+
+// A task's delegations, per remote agent: each remote task (a step or a compensation) with its
+// ledger status and the remote state last seen; a step links to its undo, an undo names its
+// step.
+function delegationsView(view) {
+  const entry = (e) => h("li", { class: `delegation kind-${e.kind}`, id: `delegation-${e.id}`, dataset: { key: e.key, status: e.status } },
+    h("code", { class: "delegation-key" }, e.key), " ",
+    h("span", { class: "muted" }, e.kind === "compensation" ? "undo" : "step"), " ",
+    h("span", { class: `badge delegation-status status-${e.status}` }, e.status),
+    e.remoteTaskId ? [" remote task ", h("code", { class: "remote-task" }, e.remoteTaskId)] : null,
+    e.remoteState ? [" ", h("span", { class: `badge remote-state state-${e.remoteState}` }, e.remoteState)] : null,
+    e.kind === "compensation" && e.compensates
+      ? [" ", h("a", { class: "undoes", href: `#${stepAnchor(view, e.compensates)}` }, `undoes ${e.compensates}`)]
+      : null,
+    e.runs ? h("span", { class: "muted" }, ` (${e.runs} failed run${e.runs === 1 ? "" : "s"})`) : null,
+    (e.compensations || []).length
+      ? h("div", { class: "compensations" }, "undo: ", e.compensations.map((c, i) => [i ? ", " : "",
+        h("a", { class: "compensation-link", href: `#delegation-${c.id}` }, c.key), ` ${c.status}`]))
+      : null,
+    e.reason ? h("div", { class: "muted delegation-reason" }, e.reason) : null);
+  return h("section", { class: "delegations", dataset: { count: view.count } },
+    h("h4", {}, `Delegations (${view.count}`, view.open ? `, ${view.open} open` : "", ")",
+      view.ended ? h("span", { class: "muted delegations-ended" }, ` the ledger recorded the end: ${view.ended.state}`) : null),
+    view.count
+      ? view.agents.map((group) => h("div", { class: "delegation-agent", dataset: { agent: group.agent } },
+        h("div", {}, "agent ", h("code", { class: "agent-url" }, group.agent),
+          h("span", { class: "muted" }, ` ${group.entries.length} remote task${group.entries.length === 1 ? "" : "s"}`)),
+        h("ul", {}, group.entries.map(entry))))
+      : h("p", { class: "muted no-delegations" }, "The ledger holds no delegation of this task."));
+}
+
+function stepAnchor(view, key) {
+  for (const group of view.agents) {
+    const step = group.entries.find((e) => e.kind === "step" && e.key === key);
+    if (step) return `delegation-${step.id}`;
+  }
+  return "";
 }
 
 function base64(file) {

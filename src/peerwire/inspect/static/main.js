@@ -45,14 +45,19 @@ function showCard(view) {
   }
 }
 
+const agentUrl = document.getElementById("agent-url");
+
 function showCredentials() {
   renderCredentials(document.getElementById("credentials"), cardView, held,
-    (summary) => { held = summary; clearError(); showCredentials(); }, showError);
+    (summary) => { held = summary; clearError(); showCredentials(); }, showError, agentUrl.value.trim());
 }
+
+// Before a card is read, the client-certificate form follows the URL's scheme as it is typed.
+agentUrl.addEventListener("input", () => { if (!cardView) showCredentials(); });
 
 document.getElementById("connect-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  const url = document.getElementById("agent-url").value.trim();
+  const url = agentUrl.value.trim();
   const keys = document.getElementById("pinned-keys").value;
   const button = document.getElementById("connect");
   button.disabled = true;
@@ -69,7 +74,7 @@ document.getElementById("connect-form").addEventListener("submit", async (event)
 
 async function loadState() {
   const state = await get("/api/state");
-  if (state.url) document.getElementById("agent-url").value = state.url;
+  if (state.url) agentUrl.value = state.url;
   held = state.credentials || {};
   showCard(state.card);
   conversation.reset(state);

@@ -36,12 +36,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...protocol import TERMINAL, ListQuery
+from ...protocol import INTERRUPTED, TERMINAL, ListQuery
 
 __all__ = [
     "CLAIM_MESSAGE_ID",
     "CLAIM_MESSAGE_ID_OR_ORPHAN",
     "CLAIM_OUTBOX",
+    "COUNT_WAITING",
     "DELETE_EVENTS",
     "DELETE_ORPHAN_MESSAGE_ID",
     "DELETE_PENDING_OUTBOX",
@@ -294,6 +295,9 @@ MARK_OUTBOX_FAILED = (
 )
 SELECT_OUTBOX_ROW = f"SELECT {OUTBOX_COLUMNS} FROM push_outbox WHERE id = ?"
 # The backlog the metrics sample (the pending rows are those the claim index covers).
+# The tasks waiting for their client, per state (the metrics; ``tasks_by_state`` covers it).
+_INTERRUPTED_IN = "(" + ", ".join(f"'{s.value}'" for s in sorted(INTERRUPTED, key=str)) + ")"
+COUNT_WAITING = f"SELECT state, count(*) FROM tasks WHERE state IN {_INTERRUPTED_IN} GROUP BY state"
 OUTBOX_BACKLOG = "SELECT count(*), min(created_at) FROM push_outbox WHERE state = 'pending'"
 SELECT_OUTBOX = (
     f"SELECT {OUTBOX_COLUMNS} FROM push_outbox WHERE task_id = ? ORDER BY seq, config_id"

@@ -395,6 +395,12 @@ class TaskStore(abc.ABC):
     async def outbox(self, task_id: str) -> list[OutboxRow]:
         """Every outbox row of the task (any state), by ``seq`` then config (for inspection)."""
 
+    async def count_waiting(self) -> dict[TaskState, int] | None:
+        """How many tasks of every tenant wait for their client (``INPUT_REQUIRED``,
+        ``AUTH_REQUIRED``), by state: what the metrics page shows, at most once per its
+        sample interval. A store that cannot tell cheaply returns ``None`` (the default)."""
+        return None
+
     async def outbox_backlog(self) -> tuple[int, float | None] | None:
         """The pending outbox rows: how many, and when (seconds since the epoch) the oldest
         was written (``None``: there are none). The push deliverer samples it for the metrics

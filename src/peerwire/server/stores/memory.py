@@ -18,6 +18,7 @@ from ...protocol import (
     Event,
     ListQuery,
     TaskRecord,
+    is_interrupted,
     select_page,
     sort_key,
     trim_history,
@@ -587,6 +588,14 @@ class MemoryTaskStore(TaskStore):
             self._outbox[row_id] = settled
             if settled.state != "pending":
                 del self._pending[row_id]
+
+    async def count_waiting(self) -> dict[TaskState, int] | None:
+        counts: dict[TaskState, int] = {}
+        for entry in self._tasks.values():
+            # Compacted tasks (bytes) are all finished.
+            if isinstance(entry, _Entry) and is_interrupted(state := entry.record.state):
+                counts[state] = counts.get(state, 0) + 1
+        return counts
 
     async def outbox_backlog(self) -> tuple[int, float | None] | None:
         pending = self._pending

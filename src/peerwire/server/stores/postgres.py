@@ -983,6 +983,11 @@ class PostgresTaskStore(TaskStore):
             rows = await connection.fetch(_SELECT_OUTBOX, task_id)
         return [decode_outbox_row(row) for row in rows]
 
+    async def count_waiting(self) -> dict[TaskState, int] | None:
+        async with self._connection() as connection:
+            rows = await connection.fetch(_sql.COUNT_WAITING)
+        return {TaskState(state): int(count) for state, count in rows}
+
     async def outbox_backlog(self) -> tuple[int, float | None] | None:
         async with self._connection() as connection:
             row = await connection.fetchrow(_sql.OUTBOX_BACKLOG)

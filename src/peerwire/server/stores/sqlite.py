@@ -609,6 +609,12 @@ class SQLiteTaskStore(TaskStore):
         )
         return [decode_outbox_row(row) for row in rows]
 
+    async def count_waiting(self) -> dict[TaskState, int] | None:
+        rows = await self._read(
+            lambda connection: connection.execute(_sql.COUNT_WAITING).fetchall()
+        )
+        return {TaskState(state): int(count) for state, count in rows}
+
     async def outbox_backlog(self) -> tuple[int, float | None] | None:
         count, oldest = await self._read(
             lambda connection: connection.execute(_sql.OUTBOX_BACKLOG).fetchone()
