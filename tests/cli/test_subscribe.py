@@ -6,19 +6,31 @@ printed the task, its subscription is open, and only then is the task canceled.
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import sys
 from pathlib import Path
 
 import anyio
 from anyio.streams.text import TextReceiveStream
 
-from peerwire import Client, Task
-from peerwire.samples.glossary import agent
+from peerwire import Agent, Client, Task, TaskContext
 from peerwire.testing import live_server
 
 REPO = Path(__file__).resolve().parents[2]
 PEERWIRE = str(Path(sys.executable).with_name("peerwire"))
 TIMEOUT_S = 60
+
+# Thinks until canceled: however late the subscriber's process starts on a loaded machine,
+# the task is still working when it does (a task of fixed length could finish first).
+agent = Agent("Thinker", default_input_modes=["text/plain"], default_output_modes=["text/plain"])
+
+
+@agent.skill(description="Thinks until canceled, reporting progress")
+async def slow(ctx: TaskContext) -> None:
+    for step in itertools.count(1):
+        await asyncio.sleep(0.5)
+        await ctx.update(f"thinking ({step})")
 
 
 async def test_subscribe_follows_a_task_to_canceled_and_exits_4() -> None:
