@@ -163,7 +163,21 @@ def quiet_shutdown(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     failed stop) by any thread while the test runs, its servers' shutdowns included."""
     with caplog.at_level(logging.WARNING):
         yield
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and not _stale_grpc_poller(r)
+    ] == []
+
+
+def _stale_grpc_poller(record: logging.LogRecord) -> bool:
+    """grpc.aio's completion-queue poller is process-wide and posts to the event loop that was
+    running when it started; when an earlier test of the same worker process left it running,
+    it reports "Event loop is closed" for that dead loop during a later test, whose own
+    servers are not involved."""
+    return record.getMessage().startswith(
+        "Exception in callback PollerCompletionQueue._handle_events"
+    ) and "Event loop is closed" in (record.exc_text or str(record.exc_info and record.exc_info[1]))
 
 
 # -- mounted by each host -----------------------------------------------------------------
