@@ -403,7 +403,12 @@ class Dispatcher:
                 return await self._repeat(held, request, call, streaming, blocking)
         if self.metrics is not None:
             self.metrics.tasks_created.inc()
-        await self._record_caller(task_id, first, call)
+        try:
+            await self._record_caller(task_id, first, call)
+        except Exception as exc:
+            # The task exists: its answer is the task, never an error a caller would retry
+            # into a duplicate. Unrecorded, a replay of it sees no scopes (fails closed).
+            log.warning("peerwire: task %s: its caller is not recorded: %s", task_id, exc)
         if push is not None:
             await self._register_push_config(push, task_id, call)
         if blocking and self.runner.sees_every_event:
