@@ -659,13 +659,18 @@ class Dispatcher:
         encodes either form with ``encode``, or decodes it when it needs the object)."""
         _check_task_id(request.id)
         check_history_length(request.history_length)
+        task: Task | Encoded[Task] | None
         if request.history_length is not None:
-            return await self._snapshot(
-                request.id, request.tenant, call.owner, request.history_length
+            task = await self._snapshots.load_snapshot(
+                request.id,
+                tenant=request.tenant,
+                owner=call.owner,
+                history_length=request.history_length,
             )
-        task = await self._snapshots.load_encoded_snapshot(
-            request.id, tenant=request.tenant, owner=call.owner
-        )
+        else:
+            task = await self._snapshots.load_encoded_snapshot(
+                request.id, tenant=request.tenant, owner=call.owner
+            )
         if task is None:
             answerable = await self._answerable(request.id, request.tenant, call)
             if answerable is None:
