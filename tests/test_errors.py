@@ -13,6 +13,7 @@ from peerwire.errors import (
     BAD_REQUEST_TYPE,
     ERROR_DOMAIN,
     ERROR_INFO_TYPE,
+    PEERWIRE_ERROR_DOMAIN,
     A2AConnectionError,
     A2AError,
     A2ATimeoutError,
@@ -28,6 +29,8 @@ from peerwire.errors import (
     MethodNotFoundError,
     PermissionDeniedError,
     PushNotificationNotSupportedError,
+    ServerBusyError,
+    ServiceUnavailableError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnknownA2AError,
@@ -40,6 +43,7 @@ from peerwire.errors import (
     from_jsonrpc_error,
     from_rest_error,
     grpc_status_of,
+    retry_after_of,
     to_jsonrpc_error,
     to_rest_error,
     wire_info,
@@ -474,6 +478,7 @@ def test_version_conflict_carries_its_facts() -> None:
         InvalidResponseError("bad", url="u"),
         A2ATimeoutError("slow", url="u"),
         VersionConflictError("t-1", 1, None),
+        ServiceUnavailableError(dependency="task_store", retry_after=5),
     ],
     ids=type,
 )
@@ -532,3 +537,64 @@ def test_bounded_text_cuts_with_an_ellipsis() -> None:
     assert errors.bounded_text("abcdef", 4) == "abc…"
     assert errors.bounded_text("abcd", 4) == "abcd"
     assert errors.wire_message(errors.TaskNotFoundError("x" * 9), 5) == "xxxx…"
+
+
+# --- ServiceUnavailableError: an outage of what the server depends on -------------------------
+
+
+def _outage() -> ServiceUnavailableError:
+    return ServiceUnavailableError(dependency="task_store", retry_after=7)
+
+
+def test_an_outage_travels_as_a_temporary_error_told_apart_by_its_reason() -> None:
+    info = wire_info(ServiceUnavailableError)
+    # A2A 1.0's System category (spec §3.3.2): -32603, 503, UNAVAILABLE; not a 500.
+    assert (info.jsonrpc_code, info.http_status, info.grpc_status) == (-32603, 503, "UNAVAILABLE")
+    assert info.reason == "SERVICE_UNAVAILABLE"
+    assert isinstance(_outage(), ServerBusyError)
+    (detail,) = error_details(_outage())
+    assert detail == {
+        "@type": ERROR_INFO_TYPE,
+        "reason": "SERVICE_UNAVAILABLE",
+        "domain": PEERWIRE_ERROR_DOMAIN,
+        "metadata": {"dependency": "task_store", "retryAfterSeconds": "7"},
+    }
+    assert _outage().message == "The agent's task store is unavailable; retry in 7 s"
+    assert retry_after_of(_outage()) == 7
+    assert retry_after_of(ServerBusyError()) is None
+
+
+@pytest.mark.parametrize(
+    "decode",
+    [
+        lambda err: from_jsonrpc_error(to_jsonrpc_error(err)),
+        lambda err: from_rest_error(*to_rest_error(err)),
+        lambda err: from_grpc_status(*grpc_status_of(err), error_details(err)),
+    ],
+    ids=["jsonrpc", "rest", "grpc"],
+)
+def test_an_outage_decodes_as_itself_with_its_retry_after(decode: Any) -> None:
+    decoded = decode(_outage())
+    assert type(decoded) is ServiceUnavailableError
+    assert (decoded.dependency, decoded.retry_after) == ("task_store", 7)
+    assert decoded.message == _outage().message
+
+
+def test_the_outage_reason_from_another_domain_is_only_its_status() -> None:
+    foreign = {"@type": ERROR_INFO_TYPE, "reason": "SERVICE_UNAVAILABLE", "domain": "x.example"}
+    err = from_jsonrpc_error({"code": -32603, "message": "m", "data": [foreign]})
+    assert type(err) is InternalError
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "problem"),
+    [({"dependency": "mainframe"}, "dependency"), ({"retry_after": -1}, "retry_after")],
+)
+def test_an_outage_refuses_what_it_cannot_say(kwargs: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        ServiceUnavailableError(**kwargs)
+
+
+def test_a_garbled_retry_after_reads_as_not_said() -> None:
+    err = ServiceUnavailableError(metadata={"retryAfterSeconds": "soon"})
+    assert err.retry_after is None and err.dependency == ""

@@ -7,15 +7,15 @@ from peerwire import create_app
 from two_agents import glossary, weather
 
 
-def build(public_url: str = "http://127.0.0.1:8000") -> FastAPI:
+def build() -> FastAPI:
     api = FastAPI()
 
     @api.get("/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    api.mount("/a2a/glossary", create_app(glossary, public_url=public_url))
-    api.mount("/a2a/weather", create_app(weather, public_url=public_url))
+    api.mount("/a2a/glossary", create_app(glossary))
+    api.mount("/a2a/weather", create_app(weather))
     return api
 
 

@@ -10,10 +10,10 @@ from peerwire import create_app
 from two_agents import glossary, weather
 
 
-def build(public_url: str = "http://127.0.0.1:8000") -> FastAPI:
+def build() -> FastAPI:
     agents = {
-        "/a2a/glossary": create_app(glossary, public_url=public_url),
-        "/a2a/weather": create_app(weather, public_url=public_url),
+        "/a2a/glossary": create_app(glossary),
+        "/a2a/weather": create_app(weather),
     }
 
     @contextlib.asynccontextmanager

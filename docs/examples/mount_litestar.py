@@ -13,9 +13,9 @@ async def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-def build(public_url: str = "http://127.0.0.1:8000") -> Litestar:
-    glossary_app = create_app(glossary, public_url=public_url)
-    weather_app = create_app(weather, public_url=public_url)
+def build() -> Litestar:
+    glossary_app = create_app(glossary)
+    weather_app = create_app(weather)
 
     @asgi("/a2a/glossary", is_mount=True, copy_scope=True)
     async def glossary_mount(scope: Scope, receive: Receive, send: Send) -> None:

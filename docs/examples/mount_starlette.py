@@ -13,12 +13,12 @@ async def home(request: object) -> PlainTextResponse:
     return PlainTextResponse("The host's own pages live beside the agents.")
 
 
-def build(public_url: str = "http://127.0.0.1:8000") -> Starlette:
+def build() -> Starlette:
     return Starlette(
         routes=[
             Route("/", home),
-            Mount("/a2a/glossary", create_app(glossary, public_url=public_url)),
-            Mount("/a2a/weather", create_app(weather, public_url=public_url)),
+            Mount("/a2a/glossary", create_app(glossary)),
+            Mount("/a2a/weather", create_app(weather)),
         ]
     )
 

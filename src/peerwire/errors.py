@@ -10,7 +10,8 @@ Tree (``*`` = has its own row in the wire table, ``_WIRE_TABLE``; others travel 
     │   ├── InvalidParamsError *
     │   ├── InternalError *
     │   │   └── ServerBusyError *                 at its cap or shutting down; retry later
-    │   │       └── StreamEndedError *            a stream ended before its task closed
+    │   │       ├── StreamEndedError *            a stream ended before its task closed
+    │   │       └── ServiceUnavailableError *     its store or cluster Redis is away; retry
     │   ├── TaskNotFoundError *                   A2A errors (A2A spec §5.4, 1.0.1 mapping)
     │   ├── TaskNotCancelableError *
     │   ├── PushNotificationNotSupportedError *
@@ -54,12 +55,13 @@ Decisions worth knowing when coding against this module:
   document decodes as ``MethodNotFoundError`` (the URL hit no A2A route), not
   ``TaskNotFoundError``, so ``except TaskNotFoundError`` cannot mask a wrong URL. JSON-RPC
   errors classify by code first.
-* peerwire's own errors (only ``StreamEndedError``) carry their ErrorInfo in the domain
-  ``peerwire.dev`` (``PEERWIRE_ERROR_DOMAIN``), so their reasons cannot collide with A2A's or
-  another server's. A reason of a peerwire domain class is honoured only in that domain (the
-  same reason from another domain classifies by its status); A2A reasons are honoured in any
-  domain. A peer that does not know the reason still sees what it travels as: its parent's
-  code and status (a temporary ``ServerBusyError``).
+* peerwire's own errors (``StreamEndedError``, ``ServiceUnavailableError``) carry their
+  ErrorInfo in the domain ``peerwire.dev`` (``PEERWIRE_ERROR_DOMAIN``), so their reasons
+  cannot collide with A2A's or another server's. A reason of a peerwire domain class is
+  honoured only in that domain (the same reason from another domain classifies by its
+  status); A2A reasons are honoured in any domain. A peer that does not know the reason
+  still sees what it travels as: its parent's code and status (a temporary
+  ``ServerBusyError``).
 * ErrorInfo metadata is ``map<string,string>``: constructors reject non-string values, decoders
   stringify scalars and drop the rest.
 """
@@ -102,6 +104,7 @@ __all__ = [
     "PermissionDeniedError",
     "PushNotificationNotSupportedError",
     "ServerBusyError",
+    "ServiceUnavailableError",
     "StreamEndedError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
@@ -117,6 +120,7 @@ __all__ = [
     "from_jsonrpc_error",
     "from_rest_error",
     "grpc_status_of",
+    "retry_after_of",
     "to_jsonrpc_error",
     "to_rest_error",
     "wire_info",
@@ -125,7 +129,8 @@ __all__ = [
 
 ERROR_DOMAIN = "a2a-protocol.org"
 PEERWIRE_ERROR_DOMAIN = "peerwire.dev"
-"""The ErrorInfo domain of peerwire's own errors (``StreamEndedError``), apart from A2A's."""
+"""The ErrorInfo domain of peerwire's own errors (``StreamEndedError``,
+``ServiceUnavailableError``), apart from A2A's."""
 ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
 MAX_ERROR_TEXT = 512
@@ -329,6 +334,82 @@ class StreamEndedError(ServerBusyError):
     def cause(self) -> str:
         """Why: ``"shutdown"``, ``"outage"`` (``""`` if the server did not say)."""
         return self.metadata.get("cause", "")
+
+
+class ServiceUnavailableError(ServerBusyError):
+    """A service the server depends on is away: its task store (SQLite locked or unreadable,
+    PostgreSQL unreachable, its pool exhausted, a query not answered in time) or its
+    cluster's Redis (the event bus, the work queue). Nothing is wrong with the request.
+
+    Temporary: retry after ``retry_after`` seconds (``None``: the server did not say). A2A
+    1.0 assigns no code of its own to a temporary failure; it names JSON-RPC -32603 for its
+    System category, temporary ones included (spec §3.3.2), so this travels as its parent,
+    a ``ServerBusyError`` (JSON-RPC -32603, HTTP 503, gRPC UNAVAILABLE), with a
+    ``Retry-After`` header on HTTP answers, and is told apart from a server's bug by its
+    ErrorInfo: reason ``SERVICE_UNAVAILABLE``, domain ``peerwire.dev``, metadata
+    ``dependency`` (one of ``DEPENDENCIES``) and ``retryAfterSeconds``. Its message never
+    carries the driver's text: the server's log has it, with the cause.
+    """
+
+    default_message = "A service this agent depends on is unavailable; retry later"
+    domain = PEERWIRE_ERROR_DOMAIN
+    TASK_STORE: ClassVar[str] = "task_store"
+    EVENT_BUS: ClassVar[str] = "event_bus"
+    WORK_QUEUE: ClassVar[str] = "work_queue"
+    DEPENDENCIES: ClassVar[tuple[str, ...]] = (TASK_STORE, EVENT_BUS, WORK_QUEUE)
+    DEFAULT_RETRY_AFTER: ClassVar[int] = 5
+    """Seconds a server asks its callers to wait when the outage's own code has no better
+    figure: a database restart or fail-over takes seconds, not milliseconds."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        dependency: str | None = None,
+        retry_after: int | None = None,
+        metadata: Mapping[str, str] | None = None,
+        field_violations: Iterable[FieldViolation] = (),
+    ) -> None:
+        facts = dict(metadata or {})
+        if dependency is not None:
+            if dependency not in self.DEPENDENCIES:
+                raise ValueError(
+                    f"dependency must be one of {', '.join(self.DEPENDENCIES)}, got {dependency!r}"
+                )
+            facts["dependency"] = dependency
+        if retry_after is not None:
+            if retry_after < 0:
+                raise ValueError(f"retry_after must be >= 0 seconds, got {retry_after}")
+            facts["retryAfterSeconds"] = str(retry_after)
+        if message is None and facts.get("dependency") in _DEPENDENCY_NAMES:
+            message = f"The agent's {_DEPENDENCY_NAMES[facts['dependency']]} is unavailable"
+            if facts.get("retryAfterSeconds"):
+                message += f"; retry in {facts['retryAfterSeconds']} s"
+        super().__init__(message, metadata=facts, field_violations=field_violations)
+
+    @property
+    def dependency(self) -> str:
+        """What is away: ``"task_store"``, ``"event_bus"``, ``"work_queue"`` (``""`` if the
+        server did not say; a peer's own word is kept as it sent it)."""
+        return self.metadata.get("dependency", "")
+
+    @property
+    def retry_after(self) -> int | None:
+        """Seconds to wait before retrying, as the server said (``None``: it did not)."""
+        text = self.metadata.get("retryAfterSeconds", "")
+        return int(text) if text.isascii() and text.isdigit() else None
+
+
+_DEPENDENCY_NAMES = {
+    ServiceUnavailableError.TASK_STORE: "task store",
+    ServiceUnavailableError.EVENT_BUS: "event bus",
+    ServiceUnavailableError.WORK_QUEUE: "work queue",
+}
+
+
+def retry_after_of(err: A2AError) -> int | None:
+    """The ``Retry-After`` seconds an answer carrying ``err`` says, if any."""
+    return err.retry_after if isinstance(err, ServiceUnavailableError) else None
 
 
 class TaskNotFoundError(A2AError):
@@ -580,6 +661,7 @@ _WIRE_TABLE: dict[type[A2AError], WireInfo] = {
     InternalError: _row(-32603, 500, "INTERNAL", "INTERNAL_ERROR"),
     ServerBusyError: _row(-32603, 503, "UNAVAILABLE", "UNAVAILABLE"),
     StreamEndedError: _row(-32603, 503, "UNAVAILABLE", "STREAM_ENDED"),
+    ServiceUnavailableError: _row(-32603, 503, "UNAVAILABLE", "SERVICE_UNAVAILABLE"),
     TaskNotFoundError: _row(-32001, 404, "NOT_FOUND", "TASK_NOT_FOUND"),
     TaskNotCancelableError: _row(-32002, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"),
     PushNotificationNotSupportedError: _row(

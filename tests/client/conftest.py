@@ -56,7 +56,7 @@ def build_agent(gates: Gates) -> Agent:
         """Completes with its data part, keys sorted, as a data artifact."""
         return {"got": dict(sorted(payload.items()))}
 
-    @agent.skill()
+    @agent.skill(input_modes=["*/*"])  # files of any type
     async def files(message: Message) -> str:
         """Completes with a description of the file parts it received."""
         return ";".join(

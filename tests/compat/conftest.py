@@ -52,7 +52,7 @@ def build_agent(gate: Gate, **options: Any) -> Agent:
         """Completes with the text as its artifact."""
         return text
 
-    @agent.skill()
+    @agent.skill(input_modes=["*/*"])  # takes files of any type
     async def inspect(message: Message) -> dict[str, Any]:
         """Completes with a data artifact describing the parts it received."""
         return {

@@ -279,7 +279,8 @@ async def test_a_subscription_that_ends_empty_is_answered_by_get_task(
         with pytest.raises(UnsupportedOperationError, match="without an event") as refused:
             async for _ in client.subscribe(done.id):
                 raise AssertionError("a finished task's subscription yielded an event")
-        assert refused.value.metadata == {"taskId": done.id}
+        # The task and its state: known as the refusal of a finished task's subscription.
+        assert refused.value.metadata == {"taskId": done.id, "state": done.status.state.value}
         asked = await client.send("", skill="ask")
         assert isinstance(asked, Task) and asked.status.state is TaskState.INPUT_REQUIRED
         seen = [event async for event in client.subscribe(asked.id)]

@@ -227,6 +227,17 @@ async def test_errors_carry_0_3_codes_and_an_object_data(agent: Agent) -> None:
     assert card["code"] == -32004, "this agent offers no extended card"
 
 
+async def test_a_0_3_part_outside_the_input_modes_is_refused_with_its_0_3_code(
+    agent: Agent,
+) -> None:
+    image = {"kind": "file", "file": {"uri": "https://example.com/b.png", "mimeType": "image/png"}}
+    async with wire(agent) as w:
+        refused = (await w.call("message/send", {"message": to("echo", parts=[image])}))["error"]
+    assert refused["code"] == -32005
+    assert refused["data"]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
+    assert "image/png" in refused["message"]
+
+
 async def test_the_shape_decides_whatever_the_version_header_says(agent: Agent) -> None:
     async with wire(agent, lenient_version=True) as w:
         for version in ("1.0", "0.3"):

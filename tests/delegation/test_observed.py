@@ -88,3 +88,47 @@ async def test_delegation_spans_are_children_of_the_handler_span() -> None:
 
     peer_side = [span for span in spans if span["name"] == "invoke_agent Peer"]
     assert peer_side and all(descends_from(span, send["id"]) for span in peer_side)
+
+
+async def test_following_a_task_that_already_ended_records_no_error_on_either_side() -> None:
+    # The ledger subscribes to a remote task that has finished; the agent refuses (A2A spec
+    # §3.1.6: UnsupportedOperationError) and the ledger reads it with GetTask. That is the
+    # happy path: no ERROR span and no error outcome, on the agent or on the delegating side.
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.delegation._traced_finished",
+        cwd=REPO,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    output, errors = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, errors.decode()
+    ran = json.loads(output.decode().strip().splitlines()[-1])
+    assert ran["state"] == "TASK_STATE_COMPLETED"
+    spans = ran["spans"]
+    assert [s for s in spans if s["status"] == "ERROR"] == []
+    subscribed = {s["kind"]: s for s in spans if s["name"] == "SubscribeToTask"}
+    assert set(subscribed) == {"SERVER", "CLIENT"}, "the ledger subscribed to the ended task"
+    for span in subscribed.values():
+        assert span["status"] == "UNSET" and "error.type" not in span["attributes"]
+        assert span["attributes"]["a2a.task.finished"] is True
+        assert span["attributes"]["a2a.task.state"] == "TASK_STATE_COMPLETED"
+    assert any(s["name"] == "GetTask" and s["kind"] == "CLIENT" for s in spans)
+
+    peer, orchestrator = ran["metrics"]["peer"], ran["metrics"]["orchestrator"]
+    finished = (
+        'peerwire_requests_total{binding="jsonrpc",operation="SubscribeToTask",'
+        'outcome="task_finished"}'
+    )
+    assert peer[finished] == 1
+    for counters in (peer, orchestrator):
+        outcomes = {k.split('outcome="')[1].split('"')[0] for k in counters if "outcome=" in k}
+        assert outcomes <= {"ok", "task_finished"}, counters
+    assert orchestrator['peerwire_delegation_events_total{event="completed"}'] == 1
+    assert not [k for k in orchestrator if 'event="failed"' in k]

@@ -209,9 +209,14 @@ async def test_two_agents_mounted_in_a_host(example: Load, host: str) -> None:
     from peerwire import Client
 
     module = example(host)
-    async with serve_plain_asgi(module.build) as (base, _), httpx.AsyncClient() as http:
+    # Built without public_url: the cards name the host and port the server was reached on.
+    async with (
+        serve_plain_asgi(lambda url: module.build()) as (base, _),
+        httpx.AsyncClient() as http,
+    ):
         card = await http.get(f"{base}/a2a/weather/.well-known/agent-card.json")
         assert card.status_code == 200 and card.json()["name"] == "Weather Agent"
+        assert card.json()["supportedInterfaces"][0]["url"] == f"{base}/a2a/weather/"
         for prefix, text, answer in (
             ("glossary", "record", "record: a word worth defining."),
             ("weather", "Porto", "Sunny in Porto tomorrow."),

@@ -1,7 +1,8 @@
 """Agents the inspector's tests look at, built with the public API: a Vault that takes a
 bearer token or an API key (in the header ``X-Vault-Key``), a Ledger that takes OAuth 2.0
 access tokens from a token endpoint served here (the client credentials grant), a Partner
-that takes client certificates, and one whose card is signed. The Glossary sample (it
+that takes client certificates, one whose card is signed, and one taking parts of any media
+type. The Glossary sample (it
 completes, asks, and has a slow skill) is served by conftest.py."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qsl
 
-from peerwire import Agent, TaskContext
+from peerwire import Agent, Message, TaskContext
 from peerwire.errors import AuthenticationError
 from peerwire.security import APIKeyVerifier, Principal, RequestCredentials
 from peerwire.types import (
@@ -87,6 +88,19 @@ def signed_agent() -> Agent:
     @agent.skill()
     async def echo(text: str) -> str:
         return text
+
+    return agent
+
+
+def parts_agent() -> Agent:
+    """An agent that takes parts of any media type (``*/*``) and names what it got."""
+    agent = Agent(
+        "Parts Agent", description="Names the parts it receives", default_input_modes=["*/*"]
+    )
+
+    @agent.skill()
+    async def describe(message: Message) -> str:
+        return ", ".join(p.filename or p.media_type or p.kind for p in message.parts)
 
     return agent
 

@@ -13,7 +13,7 @@ from peerwire.samples.glossary import agent as glossary_agent
 from peerwire.server import PushSettings
 from peerwire.testing import live_server
 
-from .agents import vault_agent, vault_auth
+from .agents import parts_agent, vault_agent, vault_auth
 
 SHUTDOWN_GRACE_S = 1.0
 
@@ -28,6 +28,13 @@ async def glossary_url() -> AsyncIterator[str]:
         push=PushSettings(allow=("127.0.0.1",)),
         shutdown_grace=SHUTDOWN_GRACE_S,
     ) as url:
+        yield url
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def parts_url() -> AsyncIterator[str]:
+    """An agent that accepts every media type (the glossary declares text/plain only)."""
+    async with live_server(parts_agent(), shutdown_grace=SHUTDOWN_GRACE_S) as url:
         yield url
 
 

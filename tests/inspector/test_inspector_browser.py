@@ -175,9 +175,9 @@ async def test_a_message_reaches_completed_with_the_artifact_text(
 
 
 async def test_a_message_with_data_and_a_file_is_sent_as_its_parts(
-    page: Any, glossary_url: str
+    page: Any, parts_url: str
 ) -> None:
-    await load_card(page, glossary_url)
+    await load_card(page, parts_url)
     await page.click("#composer summary")
     await page.fill("#send-data", '{"level": 2}')
     await page.set_input_files(

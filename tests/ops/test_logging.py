@@ -6,8 +6,11 @@ import asyncio
 import io
 import json
 import logging
+import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -16,6 +19,7 @@ from peerwire import Agent, Client, TaskContext, TaskState
 from peerwire.ops import (
     ACCESS_LOGGER,
     JSONFormatter,
+    RepeatLimitingHandler,
     TextFormatter,
     configure_logging,
     redact_url,
@@ -284,3 +288,189 @@ async def test_secrets_are_never_logged(caplog: pytest.LogCaptureFixture) -> Non
     for secret in SECRETS:
         leaked = [line for line in lines if secret in line]
         assert not leaked, (secret, leaked)
+
+
+# -- identical records written once per window ------------------------------------------------
+
+
+def _pool_warning(created: float, port: int = 5432) -> logging.LogRecord:
+    try:
+        raise ConnectionRefusedError(111, f"Connect call failed ('127.0.0.1', {port})")
+    except ConnectionRefusedError:
+        exc_info = sys.exc_info()
+    record = logging.getLogger("asyncpg.pool").makeRecord(
+        "asyncpg.pool",
+        logging.WARNING,
+        __file__,
+        1,
+        "Failed to restore the pool connection floor; retrying",
+        (),
+        exc_info,
+    )
+    record.created = created
+    return record
+
+
+def test_identical_warnings_are_written_once_a_window_with_the_count_of_the_others() -> None:
+    stream = io.StringIO()
+    handler = RepeatLimitingHandler(stream, window=60.0)
+    handler.setFormatter(JSONFormatter())
+    start = 1_000_000.0
+    for second in range(10):  # a pool retrying every second: one line, nine counted
+        handler.handle(_pool_warning(start + second))
+    handler.handle(_pool_warning(start + 5, port=6543))  # another error: written
+    info = logging.getLogger("peerwire.access").makeRecord(
+        "peerwire.access", logging.INFO, __file__, 1, "GET /", (), None
+    )
+    info.created = start + 6
+    for _ in range(3):  # below WARNING: every one written
+        handler.handle(info)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [r["logger"] for r in lines] == [
+        "asyncpg.pool",
+        "asyncpg.pool",
+        *["peerwire.access"] * 3,
+    ]
+    assert "ConnectionRefusedError" in lines[0]["exception"] and "6543" in lines[1]["exception"]
+    assert not any("repeats_suppressed" in r for r in lines)
+
+    stream.seek(0)
+    stream.truncate()
+    handler.handle(_pool_warning(start + 61))  # the window ended: its count, then the record
+    first, again = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert (first["logger"], first["level"]) == ("asyncpg.pool", "WARNING")
+    assert (first["repeats_suppressed"], first["repeat_window_s"]) == (9, 60.0)
+    assert first["message"] == (
+        "9 identical records in 60 s not written: "
+        "Failed to restore the pool connection floor; retrying"
+    )
+    assert "exception" not in first
+    assert "exception" in again and "repeats_suppressed" not in again
+
+    stream.seek(0)
+    stream.truncate()
+    handler.handle(_pool_warning(start + 62))
+    handler.close()  # at exit, a window still open says its count
+    [summary] = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert summary["repeats_suppressed"] == 1
+
+
+def test_records_about_different_tasks_are_never_folded() -> None:
+    stream = io.StringIO()
+    handler = RepeatLimitingHandler(stream, window=60.0)
+    handler.setFormatter(JSONFormatter())
+    for task in ("t-1", "t-2", "t-2"):
+        record = _record(task_id=task)
+        handler.handle(record)
+    written = [json.loads(line)["task_id"] for line in stream.getvalue().splitlines()]
+    assert written == ["t-1", "t-2"]
+    with pytest.raises(ValueError, match="repeat window"):
+        RepeatLimitingHandler(window=0)
+
+
+# -- trace context on every record inside a span ----------------------------------------------
+
+
+def test_records_inside_a_span_carry_its_trace_and_span_ids() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    tracer = TracerProvider().get_tracer("test")  # not the global provider: this test's own
+    stream = io.StringIO()
+    target = logging.getLogger("peerwire.test_trace_ids")
+    handler = configure_logging("info", "json", stream=stream, logger=target.name)
+    text = io.StringIO()
+    text_handler = logging.StreamHandler(text)
+    text_handler.setFormatter(TextFormatter())
+    target.addHandler(text_handler)
+    try:
+        target.info("before")
+        with tracer.start_as_current_span("outer") as outer:
+            target.info("in outer")
+            with tracer.start_as_current_span("inner") as inner:
+                target.warning("in inner")
+        target.info("after")
+    finally:
+        target.removeHandler(handler)
+        target.removeHandler(text_handler)
+        target.setLevel(logging.NOTSET)
+    before, in_outer, in_inner, after = (json.loads(x) for x in stream.getvalue().splitlines())
+    assert "trace_id" not in before and "span_id" not in after
+    trace_id = f"{outer.get_span_context().trace_id:032x}"
+    assert (in_outer["trace_id"], in_outer["span_id"]) == (
+        trace_id,
+        f"{outer.get_span_context().span_id:016x}",
+    )
+    assert (in_inner["trace_id"], in_inner["span_id"]) == (
+        trace_id,
+        f"{inner.get_span_context().span_id:016x}",
+    )
+    lines = text.getvalue().splitlines()
+    assert lines[0].endswith("before") and lines[3].endswith("after")
+    assert lines[1].endswith(
+        f"in outer [trace_id={trace_id} span_id={outer.get_span_context().span_id:016x}]"
+    )
+
+
+# -- on the root logger, nothing reaches stderr around it -------------------------------------
+
+STRAY = textwrap.dedent(
+    """
+    import asyncio, gc, logging, threading, warnings
+    from peerwire.ops import configure_logging
+
+    configure_logging("info", "json", logger="")
+    logging.getLogger("asyncpg.pool").warning("a library's warning")
+    warnings.warn("a deprecated thing", UserWarning)
+    thread = threading.Thread(target=lambda: 1 / 0, name="doomed")
+    thread.start()
+    thread.join()
+
+
+    class Ignored:
+        def __del__(self):
+            raise RuntimeError("raised in __del__")
+
+
+    Ignored()
+
+
+    async def main():
+        async def fails():
+            raise ValueError("never retrieved")
+
+        task = asyncio.get_running_loop().create_task(fails())
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        del task
+        gc.collect()
+
+
+    asyncio.run(main())
+    raise LookupError("uncaught at the top")
+    """
+)
+
+
+def test_on_the_root_logger_warnings_and_uncaught_exceptions_are_json_lines_too(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "stray.py"
+    script.write_text(STRAY)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    records = [json.loads(line) for line in lines]  # every line of stderr is one object
+    said = {r["logger"]: r for r in records}
+    assert said["asyncpg.pool"]["message"] == "a library's warning"
+    assert "a deprecated thing" in said["py.warnings"]["message"]
+    uncaught = [r for r in records if r["logger"] == "peerwire.uncaught"]
+    messages = [r["message"] for r in uncaught]
+    assert "uncaught ZeroDivisionError in thread doomed" in messages
+    assert "uncaught LookupError" in messages
+    assert any(m.startswith("Exception ignored in") for m in messages), messages
+    assert "RuntimeError: raised in __del__" in "".join(r.get("exception", "") for r in uncaught)
+    [never] = [r for r in records if r["logger"] == "asyncio"]
+    assert "Task exception was never retrieved" in never["message"]
+    assert "ValueError: never retrieved" in never["exception"]

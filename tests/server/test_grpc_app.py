@@ -115,8 +115,9 @@ async def test_interface_order_and_public_address() -> None:
         card = await served_card(app)
     assert bindings(card) == [
         (Binding.GRPC, "grpc.agent.test:443"),
-        (Binding.JSONRPC, "http://127.0.0.1:8000/"),
-        (Binding.HTTP_JSON, "http://127.0.0.1:8000/rest"),
+        # Without public_url, the HTTP URLs name the host the request reached.
+        (Binding.JSONRPC, "http://testserver/"),
+        (Binding.HTTP_JSON, "http://testserver/rest"),
     ]
 
 

@@ -17,9 +17,11 @@ from . import serve as _serve  # noqa: F401
 from . import subscribe as _subscribe  # noqa: F401
 from . import worker as _worker  # noqa: F401
 from ._app import app
+from ._logs import exits_logged
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
-    app()
+    with exits_logged():
+        app()

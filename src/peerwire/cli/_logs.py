@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
 
-__all__ = ["LogFormatName", "LogFormatOption", "LogLevelOption"]
+from ..ops.logs import root_writes_json
+
+__all__ = ["LogFormatName", "LogFormatOption", "LogLevelOption", "exits_logged"]
 
 
 class LogFormatName(enum.StrEnum):
@@ -41,3 +45,21 @@ LogFormatOption = Annotated[
         "task_id, context_id, skill, tenant ... as members).",
     ),
 ]
+
+
+_EXIT = logging.getLogger("peerwire.cli")
+
+
+@contextlib.contextmanager
+def exits_logged() -> Iterator[None]:
+    """Once ``--log-format json`` put its handler on the root logger, an exit that says why
+    (``SystemExit("peerwire: cannot listen ...")``) is one CRITICAL record of
+    ``peerwire.cli``: Python would write its text as a plain line, the one line of stderr
+    that is not JSON. Usage errors before that (and text logs) are left as they are."""
+    try:
+        yield
+    except SystemExit as exc:
+        if not isinstance(exc.code, str) or not root_writes_json():
+            raise
+        _EXIT.critical("%s", exc.code)
+        raise SystemExit(1) from None

@@ -10,6 +10,7 @@ sends them in batches to an OTLP/HTTP collector, configured by the standard
 from __future__ import annotations
 
 import enum
+import os
 
 import typer
 
@@ -60,6 +61,18 @@ def install_tracing(name: TracingName, service_name: str) -> None:
     else:
         # Each span as it ends: a console is read live, and nothing is lost at a kill.
         processor = SimpleSpanProcessor(ConsoleSpanExporter())
-    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    # Resource.create lets the attributes given win over the environment's: the agent's name
+    # is given only when the environment names no service.
+    named = {} if _environment_names_service() else {"service.name": service_name}
+    provider = TracerProvider(resource=Resource.create(named))
     provider.add_span_processor(processor)
     trace.set_tracer_provider(provider)
+
+
+def _environment_names_service() -> bool:
+    """Whether ``OTEL_SERVICE_NAME``, or ``service.name`` in ``OTEL_RESOURCE_ATTRIBUTES``,
+    names the service (the SDK reads both)."""
+    if os.environ.get("OTEL_SERVICE_NAME", "").strip():
+        return True
+    given = os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
+    return any(item.partition("=")[0].strip() == "service.name" for item in given.split(","))

@@ -135,7 +135,16 @@ def serve_command(
         ),
     ] = HTTPServerName.peerwire,
     public_url: Annotated[
-        str | None, typer.Option(help="Base URL the card advertises (default http://HOST:PORT).")
+        str | None,
+        typer.Option(help="Base URL the card advertises (default: the host each request reached)."),
+    ] = None,
+    trusted_proxy: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Believe Forwarded / X-Forwarded-* from this proxy address or CIDR network "
+            "(repeatable; default none).",
+            metavar="ADDRESS|CIDR",
+        ),
     ] = None,
     store: Annotated[
         str,
@@ -201,6 +210,14 @@ def serve_command(
     grpc_port: Annotated[
         int, typer.Option(help="gRPC port on HOST; 0 picks a free one (the card lists it).")
     ] = 0,
+    grpc_public_address: Annotated[
+        str | None,
+        typer.Option(
+            help="The gRPC address the card lists (a load balancer's host:port; default: "
+            "the card's host and --grpc-port).",
+            metavar="HOST:PORT",
+        ),
+    ] = None,
     interfaces: Annotated[
         str,
         typer.Option(help="The card's interfaces in preference order, comma-separated."),
@@ -349,6 +366,7 @@ def serve_command(
         host=host,
         port=port,
         public_url=public_url,
+        trusted_proxies=_trusted_proxies(trusted_proxy or [], public_url),
         log_level=log_level,
         log_format=log_format.value,
         access_log=access_log,
@@ -363,6 +381,7 @@ def serve_command(
         serve_v03=v03,
         grpc=grpc,
         grpc_port=grpc_port,
+        grpc_public_address=grpc_public_address,
         interface_order=_interface_names(interfaces),
         push=push_settings,
         tls=tls,
@@ -374,6 +393,22 @@ def serve_command(
         metrics_token=metrics_token,
         message_retention=timedelta(hours=message_retention) if message_retention else None,
     )
+
+
+def _trusted_proxies(entries: list[str], public_url: str | None) -> tuple[str, ...]:
+    """``--trusted-proxy`` checked here, so a typo is a usage error, not a traceback."""
+    from ..server._origin import TrustedProxies
+
+    if entries and public_url is not None:
+        raise typer.BadParameter(
+            "--public-url fixes the card's URLs; forwarded headers would change nothing",
+            param_hint="--trusted-proxy",
+        )
+    try:
+        TrustedProxies(entries)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--trusted-proxy") from None
+    return tuple(entries)
 
 
 def _http_limits(

@@ -40,6 +40,7 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from ..protocol import TaskRecord, closes_stream, ends_blocking_wait, is_terminal
+from ..protocol.subscription import finished_task_refusal
 from ..types import Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent
 from ._reconcile import catch_up
 
@@ -215,10 +216,8 @@ class TaskFollower:
         state = task.status.state
         if view.record is None:
             if is_terminal(state):
-                raise UnsupportedOperationError(
-                    f"Task {task_id} is {state.value}: a finished task has no updates to "
-                    "subscribe to (use GetTask); its subscription ended without an event",
-                    metadata={"taskId": task_id},
+                raise finished_task_refusal(
+                    task_id, state, "; its subscription ended without an event"
                 )
             return view.take(task, merge=False)
         updates: list[Payload] = [*view.merge(task)]

@@ -8,7 +8,8 @@ layers keep that from failing peerwire's calls:
   ``retry_on_error``). A pooled connection from before a restart then costs one reconnect,
   not a failed call.
 - **The operation**: ``RedisHealth.call`` retries an operation with backoff for up to a
-  bound of seconds while Redis is away, then raises ``RedisUnavailableError``. It records
+  bound of seconds while Redis is away, then raises ``RedisUnavailableError`` (a temporary
+  ``ServiceUnavailableError`` for callers, without Redis's text, which is logged). It records
   whether Redis answers (``healthy``), which readiness reports, and logs only the changes.
 """
 
@@ -27,7 +28,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ..errors import PeerwireError
+from ..errors import ServiceUnavailableError
 
 __all__ = ["REDIS_DOWN", "RedisHealth", "RedisUnavailableError", "connect", "is_outage"]
 
@@ -60,8 +61,11 @@ _FIRST_WAIT_S = 0.05
 _MAX_WAIT_S = 1.0
 
 
-class RedisUnavailableError(PeerwireError, ConnectionError):
-    """Redis did not answer within the operation's retry bound."""
+class RedisUnavailableError(ServiceUnavailableError, ConnectionError):
+    """Redis did not answer within the operation's retry bound: an outage of the event bus
+    or the work queue (``dependency``). A caller that meets it is answered a temporary
+    ``ServiceUnavailableError``; it is also a ``ConnectionError`` for the cluster's own
+    code, which retries or leaves the work to the sweeper."""
 
 
 def connect(
@@ -100,8 +104,11 @@ class RedisHealth:
     ``on_change`` hear every change (``healthy`` as argument).
     """
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, dependency: str) -> None:
         self.what = what
+        self.dependency = dependency
+        """What ``RedisUnavailableError`` says is away (``ServiceUnavailableError.EVENT_BUS``
+        or ``.WORK_QUEUE``)."""
         self.healthy = True
         self.since = time.monotonic()
         self.last_error = ""
@@ -160,8 +167,15 @@ class RedisHealth:
                 self.failed(exc)
                 remaining = give_up - loop.time()
                 if remaining <= 0:
+                    log.warning(
+                        "peerwire: %s: Redis did not answer within %g s: %s",
+                        self.what,
+                        within,
+                        self.last_error,
+                    )
                     raise RedisUnavailableError(
-                        f"Redis did not answer within {within:g} s: {self.last_error}"
+                        dependency=self.dependency,
+                        retry_after=ServiceUnavailableError.DEFAULT_RETRY_AFTER,
                     ) from exc
                 await asyncio.sleep(min(wait, remaining))
                 wait = min(wait * 2, _MAX_WAIT_S)

@@ -30,12 +30,13 @@ Publishing: one Lua script per append (``publish_many``: its events in one round
 ``v-0`` per event with ``MAXLEN ~ max_stream_length`` and sets the stream's time to live:
 ``stream_ttl`` while the task runs, ``terminal_ttl`` after a terminal event. While Redis is
 away (a restart), a publish is retried with backoff for up to ``publish_retry_for`` seconds
-(the handler waits meanwhile), then fails with ``InternalError``; ``healthy`` says whether
-Redis answered the last command (readiness). Redis here keeps nothing on disk; the task
-store is the source of truth and the streams only carry what happens next. Two processes
-writing one task at once can commit versions 5 and 6 but publish 6 first: 5 is then appended
-after 6 (``6-1``, its version in field ``v``), late but not lost, and a retried publish is
-recognised and not added twice.
+(the handler waits meanwhile), then fails with ``ServiceUnavailableError`` (another
+failure of Redis's: ``InternalError``; neither carries Redis's text, which is logged);
+``healthy`` says whether Redis answered the last command (readiness). Redis here keeps
+nothing on disk; the task store is the source of truth and the streams only carry what
+happens next. Two processes writing one task at once can commit versions 5 and 6 but
+publish 6 first: 5 is then appended after 6 (``6-1``, its version in field ``v``), late but
+not lost, and a retried publish is recognised and not added twice.
 
 Needs Redis 7 or later.
 """
@@ -55,7 +56,7 @@ from redis.exceptions import NoScriptError, RedisError
 from redis.typing import KeyT, StreamIdT
 
 from .._coalesce import Coalescer
-from ..errors import InternalError
+from ..errors import InternalError, ServiceUnavailableError
 from ..protocol import TERMINAL
 from ..server._url_options import pop_url_option
 from ..server.bus import BusEvent, Subscription
@@ -193,7 +194,9 @@ class RedisBus:
         self.idle_check_max = idle_check_max
         # Where subscriptions fill what Redis lost (``fill_gaps_from``): the task store.
         self._source: EventSource | None = None
-        self.health = RedisHealth(f"the event bus at {_where(url)}")
+        self.health = RedisHealth(
+            f"the event bus at {_where(url)}", ServiceUnavailableError.EVENT_BUS
+        )
         self._client: Redis | None = None
         self._reader: Redis | None = None
         self._publish: Any = None  # redis-py's AsyncScript, typed loosely by redis-py
@@ -352,9 +355,17 @@ class RedisBus:
         version = first_version + len(events) - 1
         try:
             await self._publishes.submit((self.stream_key(task_id), args))
+        except ServiceUnavailableError:
+            raise  # Redis away past the retries (``RedisHealth.call`` logged it)
         except (RedisError, OSError) as exc:
+            log.error(
+                "peerwire: the event bus could not publish version %d of task %s: %s",
+                version,
+                task_id,
+                exc,
+            )
             raise InternalError(
-                f"The event bus could not publish version {version} of task {task_id}: {exc}"
+                f"The event bus could not publish version {version} of task {task_id}"
             ) from exc
 
     async def _publish_batch(self, batch: list[tuple[str, list[int | bytes]]]) -> list[None]:

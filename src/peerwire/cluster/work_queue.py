@@ -23,7 +23,8 @@ marks) the store still knows: the runner's sweeper, every ``sweep_every`` second
 re-take their leases as soon as Redis answers again.
 
 Every operation is retried with backoff while Redis is away, for up to ``retry_for`` seconds,
-then raises ``RedisUnavailableError`` (an ``OSError``); ``healthy`` says whether Redis
+then raises ``RedisUnavailableError`` (an ``OSError``, and for a caller a temporary
+``ServiceUnavailableError``); ``healthy`` says whether Redis
 answered the last one (readiness).
 """
 
@@ -45,6 +46,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
 from .._coalesce import Coalescer
+from ..errors import ServiceUnavailableError
 from ..server._url_options import pop_url_option
 from ._redis import RedisHealth, RedisUnavailableError, connect, is_outage
 
@@ -212,7 +214,9 @@ class RedisWorkQueue:
         # (``FRESH``): far less than the sweeper needs to act on a task (two sweeps) and than
         # the marks live, so neither a sweep nor an expired mark can come between.
         self.fresh_for = min(lease_ttl, sweep_every) / 3
-        self.health = RedisHealth(f"the work queue on {prefix!r}")
+        self.health = RedisHealth(
+            f"the work queue on {prefix!r}", ServiceUnavailableError.WORK_QUEUE
+        )
         self.jobs_key = f"{prefix}:jobs"
         self.control_channel = f"{prefix}:control"
         self._client: Redis | None = None

@@ -4,8 +4,16 @@ peerwire logs with the standard library (``logging``) under the ``peerwire`` log
 Records about a task carry it as ``extra`` fields (``task_id``, ``context_id``, ``skill``,
 ``tenant``); ``JSONFormatter`` writes every such field as a member of the line's object, so a
 log pipeline can index them, and ``TextFormatter`` appends the ones its message does not say.
-``configure_logging`` puts either on the ``peerwire`` logger (what ``peerwire serve
---log-format`` does).
+``configure_logging`` puts either on the ``peerwire`` logger, or on the root logger, where
+``peerwire serve --log-format`` and ``peerwire worker`` put it, so third-party records
+(asyncpg, redis, grpc, uvicorn, asyncio's "Task exception was never retrieved") are written
+the same way: with ``json``, every line of stderr is one JSON object, a traceback a member.
+
+A record written inside an OpenTelemetry span carries ``trace_id`` and ``span_id`` (hex, as
+trace back-ends show them), so a line can be found from its trace and the other way round.
+Identical records at WARNING and above (a pool retrying a database that is down) are written
+once per ``REPEAT_WINDOW_S``; a record then says how many repeats were not written
+(``RepeatLimitingHandler``).
 
 Nothing secret is logged: request headers (``Authorization``, API keys, cookies) and bodies
 (push configs and their credentials) never reach a record, the access log writes the path
@@ -25,9 +33,11 @@ import json
 import logging
 import re
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import IO, Any, Literal
 
 import msgspec
@@ -36,10 +46,12 @@ __all__ = [
     "ACCESS_LOGGER",
     "ACCESS_SCOPE_KEY",
     "LOG_FORMATS",
+    "REPEAT_WINDOW_S",
     "AccessLog",
     "AccessRecord",
     "JSONFormatter",
     "LogFormat",
+    "RepeatLimitingHandler",
     "TextFormatter",
     "configure_logging",
     "describe_backend",
@@ -63,11 +75,24 @@ _RECORD_ATTRIBUTES = frozenset(vars(_PLAIN_RECORD)) | {"message", "asctime", "ta
 _REDACTED = "***"
 
 
+def _trace_ids() -> dict[str, str]:
+    """``trace_id`` and ``span_id`` of the OpenTelemetry span current where the record is
+    formatted (where it was logged, for a stream handler), or nothing outside a span.
+    OpenTelemetry is looked up, never imported: an application that traces imported it."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return {}
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return {}
+    return {"trace_id": f"{context.trace_id:032x}", "span_id": f"{context.span_id:016x}"}
+
+
 class JSONFormatter(logging.Formatter):
     """One JSON object per record, on one line: ``time`` (ISO 8601, UTC, milliseconds),
-    ``level``, ``logger``, ``message``, then every ``extra`` field of the record, and
-    ``exception`` (the formatted traceback) when it carries one. Values JSON cannot hold are
-    written as their ``str``."""
+    ``level``, ``logger``, ``message``, ``trace_id`` and ``span_id`` inside an OpenTelemetry
+    span, then every ``extra`` field of the record, and ``exception`` (the formatted
+    traceback) when it carries one. Values JSON cannot hold are written as their ``str``."""
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
@@ -75,6 +100,7 @@ class JSONFormatter(logging.Formatter):
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
+            **_trace_ids(),
         }
         for key, value in record.__dict__.items():
             if key not in _RECORD_ATTRIBUTES and key not in line and not key.startswith("_"):
@@ -91,7 +117,8 @@ class JSONFormatter(logging.Formatter):
 
 class TextFormatter(logging.Formatter):
     """``TIME LEVEL LOGGER: MESSAGE [key=value ...]``: the record's ``extra`` fields whose
-    value the message does not already say are appended, then the traceback if any."""
+    value the message does not already say are appended (``trace_id`` and ``span_id``
+    inside an OpenTelemetry span too), then the traceback if any."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -107,6 +134,8 @@ class TextFormatter(logging.Formatter):
             and _scalar(value)
             and str(value) not in said
         ]
+        if "trace_id" not in record.__dict__:
+            fields.extend(f"{key}={value}" for key, value in _trace_ids().items())
         return f"{text} [{' '.join(fields)}]" if fields else text
 
 
@@ -119,6 +148,145 @@ def _utc(created: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+REPEAT_WINDOW_S = 60.0
+"""How long identical records at WARNING and above are written once (``RepeatLimitingHandler``,
+``configure_logging``): a dependency that is down is said once a minute, not per retry."""
+
+# Identities remembered at most: one per distinct failure, bounded against a flood of distinct
+# ones (the oldest is forgotten first; forgetting one only means its next repeat is written).
+_MAX_REPEATS_TRACKED = 1024
+
+
+class _Window:
+    __slots__ = ("ends", "record", "suppressed")
+
+    def __init__(self, record: logging.LogRecord, ends: float) -> None:
+        self.record = record
+        self.ends = ends
+        self.suppressed = 0
+
+
+class RepeatLimitingHandler(logging.StreamHandler[IO[str]]):
+    """A stream handler (stderr by default) that writes identical records at
+    ``repeat_level`` (WARNING) and above once per ``window`` seconds (``REPEAT_WINDOW_S``;
+    ``None``: all); the handler's own level (``setLevel``) filters as on any handler.
+
+    Identical: the same logger, level, message, exception type and text, and ``extra``
+    fields, so records about different tasks are never folded. The first is written and
+    opens the window; repeats within it are counted. Once the window has ended (seen at the
+    next record handled, or when logging shuts down at exit) a record of the same logger and
+    level says how many were not written: ``repeats_suppressed`` and ``repeat_window_s`` as
+    fields, the message ``N identical records in 60 s not written: MESSAGE``. The next repeat
+    is written again and opens a new window.
+
+    Usable in ``logging.config.dictConfig`` (``"class":
+    "peerwire.ops.RepeatLimitingHandler"``, ``"window": 60``).
+    """
+
+    def __init__(
+        self,
+        stream: IO[str] | None = None,
+        *,
+        window: float | None = REPEAT_WINDOW_S,
+        repeat_level: int | str = logging.WARNING,
+    ) -> None:
+        super().__init__(sys.stderr if stream is None else stream)
+        if window is not None and window <= 0:
+            raise ValueError(f"the repeat window is a positive number of seconds, not {window!r}")
+        self.window = window
+        self.repeat_level = _level(repeat_level)
+        self._windows: dict[tuple[object, ...], _Window] = {}
+        self._next_end = float("inf")
+        self._guard = threading.Lock()
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        if self.window is None:
+            return super().handle(record)
+        for summary in self._ended(record.created):
+            super().handle(summary)
+        if record.levelno >= self.repeat_level and not self._admit(record):
+            return False
+        return super().handle(record)
+
+    def close(self) -> None:
+        # At exit (logging.shutdown): the counts of windows still open are said too.
+        try:
+            for summary in self._ended(float("inf")):
+                super().handle(summary)
+        finally:
+            super().close()
+
+    def _admit(self, record: logging.LogRecord) -> bool:
+        assert self.window is not None
+        key = _identity(record)
+        if key is None:
+            return True
+        with self._guard:
+            window = self._windows.get(key)
+            if window is not None and record.created < window.ends:
+                window.suppressed += 1
+                return False
+            if len(self._windows) >= _MAX_REPEATS_TRACKED:
+                del self._windows[next(iter(self._windows))]
+            ends = record.created + self.window
+            self._windows[key] = _Window(record, ends)
+            self._next_end = min(self._next_end, ends)
+        return True
+
+    def _ended(self, now: float) -> list[logging.LogRecord]:
+        """Summaries of the windows ended by ``now`` with repeats not written; forgets them."""
+        if now < self._next_end:
+            return []
+        summaries: list[logging.LogRecord] = []
+        with self._guard:
+            for key, window in list(self._windows.items()):
+                if window.ends <= now:
+                    del self._windows[key]
+                    if window.suppressed:
+                        summaries.append(self._summary(window, now))
+            self._next_end = min((w.ends for w in self._windows.values()), default=float("inf"))
+        return summaries
+
+    def _summary(self, window: _Window, now: float) -> logging.LogRecord:
+        first = window.record
+        summary = logging.makeLogRecord(
+            {
+                key: value
+                for key, value in first.__dict__.items()
+                if key not in ("exc_info", "exc_text", "stack_info", "msg", "args", "message")
+            }
+        )
+        summary.msg = "%d identical records in %g s not written: %s"
+        summary.args = (window.suppressed, self.window, first.getMessage())
+        summary.created = now if now != float("inf") else time.time()
+        summary.msecs = (summary.created % 1) * 1000
+        summary.__dict__["repeats_suppressed"] = window.suppressed
+        summary.__dict__["repeat_window_s"] = self.window
+        return summary
+
+
+def _identity(record: logging.LogRecord) -> tuple[object, ...] | None:
+    """What makes two records identical (``None``: a record that cannot say, never folded)."""
+    try:
+        message = record.getMessage()
+    except Exception:  # a malformed record is the formatter's to report
+        return None
+    error = record.exc_info[1] if record.exc_info else None
+    extras = tuple(
+        (key, repr(value))
+        for key, value in record.__dict__.items()
+        if key not in _RECORD_ATTRIBUTES and not key.startswith("_")
+    )
+    return (
+        record.name,
+        record.levelno,
+        message,
+        type(error).__qualname__ if error is not None else "",
+        str(error) if error is not None else "",
+        extras,
+    )
+
+
 # Marks the handler ``configure_logging`` installed, so a second call replaces it.
 _INSTALLED = "_peerwire_configured"
 
@@ -129,11 +297,19 @@ def configure_logging(
     *,
     stream: IO[str] | None = None,
     logger: str = "peerwire",
+    repeat_window: float | None = REPEAT_WINDOW_S,
 ) -> logging.Handler:
     """Write ``logger``'s records (by default all of peerwire's) at ``level`` and above to
     ``stream`` (stderr) in ``fmt``: ``"text"`` (``TextFormatter``) or ``"json"``
-    (``JSONFormatter``, one object a line). Calling it again replaces the handler it
-    installed before; handlers of your own are left alone. Returns the handler.
+    (``JSONFormatter``, one object a line). Identical records at WARNING and above are
+    written once per ``repeat_window`` seconds, with the count of the others
+    (``RepeatLimitingHandler``; ``None``: all written). Calling it again replaces the
+    handler it installed before; handlers of your own are left alone. Returns the handler.
+
+    ``logger=""`` is the root logger: every library's records are written the same way, and
+    what would reach stderr around logging is routed through it too: warnings
+    (``logging.captureWarnings``), uncaught exceptions of the main thread and of threads,
+    and exceptions Python ignores ("Exception ignored in ...", ``sys.unraisablehook``).
 
     Records still propagate to the root logger: an application that configures the root
     itself should put ``JSONFormatter`` on its own handler rather than call this too, or it
@@ -146,11 +322,68 @@ def configure_logging(
     for existing in list(target.handlers):
         if getattr(existing, _INSTALLED, False):
             target.removeHandler(existing)
-    handler = logging.StreamHandler(sys.stderr if stream is None else stream)
+            existing.close()
+    handler = RepeatLimitingHandler(stream, window=repeat_window)
     handler.setFormatter(JSONFormatter() if fmt == "json" else TextFormatter())
     setattr(handler, _INSTALLED, True)
     target.addHandler(handler)
+    if target is logging.getLogger():
+        _route_stray_output()
     return handler
+
+
+def root_writes_json() -> bool:
+    """Whether ``configure_logging(fmt="json", logger="")`` has its handler on the root logger
+    (every record, whoever logs it, becomes a JSON line on its stream)."""
+    return any(
+        getattr(handler, _INSTALLED, False) and isinstance(handler.formatter, JSONFormatter)
+        for handler in logging.getLogger().handlers
+    )
+
+
+_STRAY = logging.getLogger("peerwire.uncaught")
+
+
+def _route_stray_output() -> None:
+    """What Python writes to stderr itself goes through logging instead (idempotent)."""
+    logging.captureWarnings(True)
+    if getattr(sys.excepthook, _INSTALLED, False):
+        return
+
+    def excepthook(
+        kind: type[BaseException], error: BaseException, traceback: TracebackType | None
+    ) -> None:
+        if issubclass(kind, KeyboardInterrupt):
+            sys.__excepthook__(kind, error, traceback)
+            return
+        _STRAY.critical("uncaught %s", kind.__name__, exc_info=(kind, error, traceback))
+
+    def thread_excepthook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:
+            return  # as threading's own hook: a thread that exits says nothing
+        name = args.thread.name if args.thread is not None else "?"
+        _STRAY.error(
+            "uncaught %s in thread %s",
+            args.exc_type.__name__,
+            name,
+            exc_info=(args.exc_type, args.exc_value or args.exc_type(), args.exc_traceback),
+        )
+
+    def unraisablehook(unraisable: Any) -> None:
+        error = unraisable.exc_value
+        where = unraisable.err_msg or "Exception ignored in"
+        _STRAY.warning(
+            "%s: %r",
+            where,
+            unraisable.object,
+            exc_info=None if error is None else (type(error), error, unraisable.exc_traceback),
+        )
+
+    for hook in (excepthook, thread_excepthook, unraisablehook):
+        setattr(hook, _INSTALLED, True)
+    sys.excepthook = excepthook
+    threading.excepthook = thread_excepthook
+    sys.unraisablehook = unraisablehook
 
 
 def _level(level: str | int) -> int:
@@ -262,7 +495,7 @@ def task_id_of(value: object) -> str:
 class AccessRecord:
     """What the access log says of one request; the bindings fill in what they learn."""
 
-    __slots__ = ("binding", "method", "operation", "path", "task_id")
+    __slots__ = ("binding", "method", "operation", "path", "span_id", "task_id", "trace_id")
 
     def __init__(self, method: str, path: str) -> None:
         self.method = method
@@ -270,6 +503,8 @@ class AccessRecord:
         self.binding = ""
         self.operation = ""
         self.task_id = ""
+        self.trace_id = ""
+        self.span_id = ""
 
     def noted(self, binding: str, operation: str, request: object = None) -> None:
         """The request is ``operation`` on ``binding`` (its task from ``request``, if any)."""
@@ -277,6 +512,11 @@ class AccessRecord:
         self.operation = operation
         if request is not None and not self.task_id:
             self.task_id = task_id_of(request)
+
+    def traced(self, trace_id: str, span_id: str) -> None:
+        """The request was answered in this span (its line is written after the span is
+        no longer current, so it says the ids itself)."""
+        self.trace_id, self.span_id = trace_id, span_id
 
     def answered(self, result: object) -> None:
         """The operation returned ``result``: a new task's id is known from it."""
@@ -299,7 +539,8 @@ class AccessLog:
     (no query string: credentials may travel there), binding, A2A operation, status,
     duration in milliseconds and the task id when known; a stream's duration is the
     stream's. Fields are ``extra`` members too (``method``, ``path``, ``binding``,
-    ``operation``, ``status``, ``duration_ms``, ``task_id``).
+    ``operation``, ``status``, ``duration_ms``, ``task_id``; ``trace_id`` and ``span_id``
+    of the request's span while tracing).
 
     ``binding_of(scope)`` names what a request reached when no binding noted it (one
     refused before it was decoded, the card, a health probe): asked only then."""
@@ -336,6 +577,17 @@ class AccessLog:
         if not self.log.isEnabledFor(logging.INFO):
             return
         task = f" task {record.task_id}" if record.task_id else ""
+        extra: dict[str, object] = {
+            "method": record.method,
+            "path": record.path,
+            "binding": record.binding,
+            "operation": record.operation,
+            "status": status,
+            "duration_ms": round(duration_ms, 1),
+            "task_id": record.task_id,
+        }
+        if record.trace_id:
+            extra["trace_id"], extra["span_id"] = record.trace_id, record.span_id
         self.log.info(
             "%s %s %s %s %d %.1f ms%s",
             record.method,
@@ -345,15 +597,7 @@ class AccessLog:
             status,
             duration_ms,
             task,
-            extra={
-                "method": record.method,
-                "path": record.path,
-                "binding": record.binding,
-                "operation": record.operation,
-                "status": status,
-                "duration_ms": round(duration_ms, 1),
-                "task_id": record.task_id,
-            },
+            extra=extra,
         )
 
 

@@ -17,8 +17,9 @@ which measured several times dearer); all the metrics work of a blocking SendMes
 ``None`` instead and does no metrics work at all.
 
 Labels are bounded by construction: operations are A2A's eleven, bindings three, outcomes
-``ok`` or an error reason of the wire table (``errors``), task states the terminal four;
-no task id, tenant or free text is ever a label value.
+``ok`` or an error reason of the wire table (``errors``), task states the terminal four,
+dependencies away the three of ``ServiceUnavailableError.DEPENDENCIES``; no task id,
+tenant or free text is ever a label value.
 
 Several processes on one host (a pre-forking server, ``peerwire worker`` beside
 ``peerwire serve``) share values through prometheus-client's multiprocess mode: set
@@ -33,8 +34,15 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar
 
-from ..errors import A2AError, PeerwireError, UnknownA2AError, wire_info
+from ..errors import (
+    A2AError,
+    PeerwireError,
+    ServiceUnavailableError,
+    UnknownA2AError,
+    wire_info,
+)
 from ..protocol.states import TERMINAL
+from ..protocol.subscription import TASK_FINISHED, is_finished_task_refusal
 from ..types import TaskState
 
 if TYPE_CHECKING:
@@ -178,12 +186,21 @@ class RequestMeter:
     """The request metrics of one binding: ``ok`` or ``failed`` once per answered request,
     with the ``time.perf_counter()`` taken as the binding began reading it."""
 
-    __slots__ = ("_binding", "_duration", "_failed", "_ok", "_requests", "streams")
+    __slots__ = (
+        "_binding",
+        "_duration",
+        "_failed",
+        "_ok",
+        "_outages",
+        "_requests",
+        "streams",
+    )
 
     def __init__(self, instruments: _Instruments, binding: str) -> None:
         self._binding = binding
         self._requests = instruments.requests
         self._duration = instruments.request_duration
+        self._outages = instruments.outages
         # The (counter's inc, histogram's observe) of each label set, bound on first use:
         # the hot path does no ``.labels()`` call (a lock and a tuple each) and no attribute
         # lookup on the children. Successes by operation; failures by (operation, outcome).
@@ -203,24 +220,35 @@ class RequestMeter:
         observe(time.perf_counter() - started)
 
     def failed(self, operation: str, error: BaseException, started: float) -> None:
-        """``operation`` was refused or failed with ``error`` (its reason is the outcome).
+        """``operation`` was refused or failed with ``error`` (its reason is the outcome;
+        ``task_finished`` for a SubscribeToTask refused because its task had finished).
         An ``operation`` that is none of A2A's (a caller's method name) counts as
         ``unknown``: never a caller's text as a label."""
         if operation not in _KNOWN_OPERATIONS:
             operation = UNKNOWN_OPERATION
-        key = (operation, outcome_of(error))
+        # A subscription refused because its task had finished is an expected answer.
+        outcome = TASK_FINISHED if is_finished_task_refusal(operation, error) else None
+        key = (operation, outcome or outcome_of(error))
         record = self._failed.get(key)
         if record is None:
             record = self._failed[key] = self._bind(*key)
         count, observe = record
         count()
         observe(time.perf_counter() - started)
+        if isinstance(error, ServiceUnavailableError):
+            self._outages.labels(_dependency_label(error)).inc()
 
     def _bind(self, operation: str, outcome: str) -> _Record:
         if operation not in _KNOWN_OPERATIONS:
             operation = UNKNOWN_OPERATION  # never a caller's text as a label
         labels = (operation, self._binding, outcome)
         return self._requests.labels(*labels).inc, self._duration.labels(*labels).observe
+
+
+def _dependency_label(error: ServiceUnavailableError) -> str:
+    # A peer's word (a proxied error) is free text: only the known names become labels.
+    dependency = error.dependency
+    return dependency if dependency in ServiceUnavailableError.DEPENDENCIES else "unknown"
 
 
 # A label set's (counter increment, histogram observation), bound once.
@@ -277,6 +305,12 @@ class _Instruments:
             "peerwire_request_duration_seconds",
             "Time from reading an A2A request to its answer (a stream: to its first byte)",
             request_labels,
+        )
+        self.outages = counter(
+            "peerwire_dependency_unavailable_total",
+            "A2A requests refused because a dependency was away (ServiceUnavailableError), "
+            "by dependency: task_store, event_bus, work_queue",
+            ("dependency",),
         )
         self.tasks_created = counter("peerwire_tasks_created_total", "Tasks created")
         self.tasks_finished = counter(

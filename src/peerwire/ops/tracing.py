@@ -21,7 +21,9 @@ imported until an application has imported it (or names a provider in
 
 A malformed ``traceparent`` is ignored (the propagator's rule): the request starts a new
 trace, and is never refused for it. Error statuses carry the error's wire reason
-(``error.type``, from the table of ``peerwire.errors``) and its bounded message only.
+(``error.type``, from the table of ``peerwire.errors``) and its bounded message only. A
+SubscribeToTask refused because its task had finished is no error here, on either side
+(``protocol.subscription``): the span keeps an unset status and says ``a2a.task.finished``.
 
 This module sits below ``server``, ``client`` and ``cluster`` and imports none of them.
 """
@@ -38,6 +40,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ..errors import A2AError, bounded_text, wire_info, wire_message
+from ..protocol.subscription import is_finished_task_refusal
 from ..types import (
     AgentCard,
     Encoded,
@@ -91,6 +94,7 @@ SERVER_PORT = "server.port"
 A2A_BINDING = "a2a.binding"
 A2A_SKILL = "a2a.skill.id"
 A2A_STREAM_EVENTS = "a2a.stream.events"
+A2A_TASK_FINISHED = "a2a.task.finished"  # a subscription refused: its task had finished
 
 ATTRIBUTES = (
     A2A_METHOD,
@@ -109,6 +113,7 @@ ATTRIBUTES = (
     A2A_BINDING,
     A2A_SKILL,
     A2A_STREAM_EVENTS,
+    A2A_TASK_FINISHED,
 )
 """Every attribute name peerwire sets on its spans (docs/OPERATIONS.md says which follow
 which convention)."""
@@ -391,11 +396,18 @@ def _task_attributes(
     span.set_attributes(attributes)  # one call: the SDK takes its lock once
 
 
-def _fail(span: Span, error: BaseException) -> None:
+def _fail(span: Span, error: BaseException, method: str = "", streaming: bool = False) -> None:
     """Mark ``span`` failed: the wire reason of an A2A error (or the class of another
-    exception) and the bounded message, never anything longer."""
+    exception) and the bounded message, never anything longer. The refusal of a
+    subscription to a finished task (``method`` SubscribeToTask; ``streaming``: the agent
+    called declares it) is an expected answer: noted as ``a2a.task.finished``, no error."""
     if not span.is_recording():
         return  # ended already (the call failed before its stream began)
+    if is_finished_task_refusal(method, error, streaming=streaming):
+        assert isinstance(error, A2AError)
+        state = error.metadata.get("state")
+        span.set_attributes({A2A_TASK_FINISHED: True, **({A2A_TASK_STATE: state} if state else {})})
+        return
     trace = STATE.trace
     if isinstance(error, A2AError):
         span.set_attribute(ERROR_TYPE, wire_info(error).reason or type(error).__name__)
@@ -455,16 +467,19 @@ class ServerSpans:
         span = tracer.start_span(
             method, context=_parent(carrier), kind=_SERVER, attributes=attributes
         )
-        return ServerCall(span)
+        return ServerCall(span, method)
 
 
 class _Call:
-    """The span of one call, and what a stream of it has carried so far."""
+    """The span of one call of A2A ``method``, and what a stream of it has carried so far;
+    ``streaming``: the agent called declares the capability (a client's call)."""
 
-    __slots__ = ("events", "span", "state")
+    __slots__ = ("events", "method", "span", "state", "streaming")
 
-    def __init__(self, span: Span) -> None:
+    def __init__(self, span: Span, method: str = "", streaming: bool = False) -> None:
         self.span = span
+        self.method = method
+        self.streaming = streaming
         self.events = 0
         self.state = ""  # the latest task state the stream carried
 
@@ -482,9 +497,14 @@ class _Call:
         elif isinstance(event, Message) and event.context_id and self.events == 1:
             self.span.set_attribute(CONVERSATION_ID, event.context_id)
 
+    def ids(self) -> tuple[str, str]:
+        """The span's trace id and span id, in hex (as logs and trace back-ends show them)."""
+        context = self.span.get_span_context()
+        return f"{context.trace_id:032x}", f"{context.span_id:016x}"
+
     def failed(self, error: BaseException) -> None:
         """Note the error a stream ended with (the span ends with ``end``)."""
-        _fail(self.span, error)
+        _fail(self.span, error, self.method, self.streaming)
 
     def end(self) -> None:
         """End a stream's span, with its event count and the last task state it carried;
@@ -519,7 +539,7 @@ class ServerCall(_Call):
             result = await operation(request, call)
         except BaseException as error:
             if isinstance(error, Exception):  # not a cancel: the caller went away
-                _fail(span, error)
+                _fail(span, error, self.method)
             span.end()
             raise
         finally:
@@ -610,9 +630,11 @@ def handler_failed(error: BaseException, reason: str) -> None:
 class ClientSpans:
     """Makes the CLIENT spans of one ``Client``: the agent and interface it calls."""
 
-    __slots__ = ("_base",)
+    __slots__ = ("_base", "_streaming")
 
     def __init__(self, *, binding: str, version: str, url: str, card: AgentCard) -> None:
+        # An agent that streams refuses SubscribeToTask only for a finished task.
+        self._streaming = bool(card.capabilities.streaming)
         base: dict[str, Any] = {
             A2A_BINDING: binding,
             A2A_PROTOCOL_VERSION: version,
@@ -636,7 +658,7 @@ class ClientSpans:
         attributes[A2A_METHOD] = operation
         _request_attributes(request, attributes)
         span = tracer.start_span(operation, kind=_CLIENT, attributes=attributes)
-        return ClientCall(span)
+        return ClientCall(span, operation, self._streaming)
 
 
 class ClientCall(_Call):
@@ -675,7 +697,7 @@ class ClientCall(_Call):
             result = await call()
         except BaseException as error:
             if isinstance(error, Exception):
-                _fail(span, error)
+                _fail(span, error, self.method, self.streaming)
             raise
         else:
             _result_attributes(result, span)

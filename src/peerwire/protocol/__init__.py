@@ -3,12 +3,14 @@
 Nothing here performs I/O or imports asyncio, httpx, starlette, uvicorn or grpc (a test checks
 this): the state machine (``states``), which task a message continues (``continuation``),
 folding events into tasks (``fold``), ``historyLength`` (``history``), ListTasks paging
-(``paging``) and service-parameter negotiation (``negotiation``).
+(``paging``), service-parameter negotiation (``negotiation``) and the refusal of a
+subscription to a finished task (``subscription``).
 """
 
 from .continuation import Continue, NewTask, no_longer_waiting, resolve_continuation
 from .fold import Event, TaskRecord, fold_events
 from .history import check_history_length, trim_history
+from .media import covers, part_media_type, uncovered_parts
 from .negotiation import (
     PROTOCOL_VERSION,
     active_extensions,
@@ -30,12 +32,14 @@ from .states import (
     is_interrupted,
     is_terminal,
 )
+from .subscription import TASK_FINISHED, finished_task_refusal, is_finished_task_refusal
 
 __all__ = [
     "ACTIVE",
     "INITIAL",
     "INTERRUPTED",
     "PROTOCOL_VERSION",
+    "TASK_FINISHED",
     "TERMINAL",
     "Continue",
     "Event",
@@ -48,17 +52,22 @@ __all__ = [
     "check_transition",
     "check_version",
     "closes_stream",
+    "covers",
     "ends_blocking_wait",
+    "finished_task_refusal",
     "fold_events",
     "format_extensions",
+    "is_finished_task_refusal",
     "is_interrupted",
     "is_terminal",
     "list_query",
     "negotiate_extensions",
     "no_longer_waiting",
     "parse_extensions",
+    "part_media_type",
     "resolve_continuation",
     "select_page",
     "sort_key",
     "trim_history",
+    "uncovered_parts",
 ]

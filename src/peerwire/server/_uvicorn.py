@@ -192,19 +192,12 @@ class UvicornServer(uvicorn.Server):
                 loop.remove_signal_handler(number)
 
 
-# uvicorn's loggers, one JSON object a line on stderr (its level is set from ``log_level``).
+# uvicorn's loggers without handlers of their own: their records reach the root logger's, where
+# ``serve`` put peerwire's JSON handler, so they are written (and rate-limited) as all others.
 _JSON_LOG_CONFIG: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "peerwire.ops.JSONFormatter"}},
-    "handlers": {
-        "json": {
-            "class": "logging.StreamHandler",
-            "formatter": "json",
-            "stream": "ext://sys.stderr",
-        }
-    },
-    "loggers": {"uvicorn": {"handlers": ["json"], "level": "INFO", "propagate": False}},
+    "loggers": {"uvicorn": {"level": "INFO", "propagate": True}},
 }
 
 
@@ -220,7 +213,8 @@ def run_uvicorn(
 ) -> None:
     """Serve ``app`` on uvicorn in this process until SIGINT or SIGTERM (``serve``'s
     ``http="uvicorn"``); uvloop when installed, as uvicorn chooses. ``log_format="json"``
-    writes uvicorn's own records as peerwire's (``ops.JSONFormatter``)."""
+    leaves uvicorn's own records to the root logger's handler, which writes them as
+    peerwire's (``ops.JSONFormatter``)."""
     refuse_unservable(app)
     config = uvicorn_config(
         app,

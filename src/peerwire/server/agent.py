@@ -22,8 +22,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..errors import FieldViolation, InvalidParamsError
+from ..errors import ContentTypeNotSupportedError, FieldViolation, InvalidParamsError
 from ..protocol.extensions import ANSWERABLE_BY_EXTENSION
+from ..protocol.media import uncovered_parts
 from ..types import (
     AgentCapabilities,
     AgentCard,
@@ -132,6 +133,7 @@ class Agent:
         on_restart: RestartPolicy = "fail",
         validate: Validator | None = None,
         max_text_chars: int | None = None,
+        enforce_input_modes: bool = True,
     ) -> None:
         """``task_timeout``: seconds a skill may work on a task (not counting waits in
         ``ctx.ask``) before the task fails (its ``on_cancel`` hook runs first); for a
@@ -141,6 +143,12 @@ class Agent:
         recorded (a ``Validator``; ``@agent.validate`` adds more). ``max_text_chars``
         refuses a message with more characters of text than that, in all its text parts
         together, with ``InvalidParamsError`` (checked first, through the same hook).
+
+        ``enforce_input_modes``: refuse, with ``ContentTypeNotSupportedError`` and before a
+        task exists, a message with a part whose media type the routed skill's
+        ``input_modes`` (or, when it declares none, ``default_input_modes``) do not cover
+        (``protocol.media``: ``*/*`` and ``text/*`` are honoured). ``False`` hands every
+        part to the skill, whatever the card declares.
         """
         self.name = name
         self.description = description or name
@@ -150,6 +158,7 @@ class Agent:
         self.icon_url = icon_url
         self.default_input_modes = tuple(default_input_modes)
         self.default_output_modes = tuple(default_output_modes)
+        self.enforce_input_modes = enforce_input_modes
         self.streaming = streaming
         # Every binding activates the requested ones it finds here, echoes them, and refuses
         # requests that do not ask for a required one (ExtensionSupportRequiredError).
@@ -337,6 +346,33 @@ class Agent:
                 '(name one in message.metadata["skill"])'
             )
         return skill
+
+    def input_modes(self, skill: Skill) -> tuple[str, ...]:
+        """The media types ``skill`` accepts: its own, else the agent's defaults."""
+        return skill.input_modes or self.default_input_modes
+
+    def check_input_modes(self, skill: Skill, message: Message) -> None:
+        """Refuse ``message`` (``ContentTypeNotSupportedError``) when one of its parts has a
+        media type ``skill`` does not accept, unless ``enforce_input_modes`` is off."""
+        if not self.enforce_input_modes:
+            return
+        modes = self.input_modes(skill)
+        uncovered = uncovered_parts(modes, message.parts)
+        if not uncovered:
+            return
+        index, media_type = uncovered[0]
+        raise ContentTypeNotSupportedError(
+            f"message.parts[{index}] has media type {media_type!r}, which the skill "
+            f"{skill.id!r} does not accept (its input modes: {', '.join(modes)})",
+            metadata={"mediaType": media_type, "inputModes": " ".join(modes)},
+            field_violations=[
+                FieldViolation(
+                    field=f"message.parts[{i}].mediaType",
+                    description=f"{kind} is not one of the accepted input modes",
+                )
+                for i, kind in uncovered
+            ],
+        )
 
     @property
     def requires_authentication(self) -> bool:

@@ -26,6 +26,7 @@ from ..ops.metrics_http import METRICS_PATH, MetricsEndpoint, MetricsPort
 from ..types import AgentCard, AgentInterface, Binding
 from ..types.card import BINDING_NAMES
 from ._mount import under_prefix
+from ._origin import RequestOrigin, TrustedProxies
 from .agent import Agent
 from .asgi import A2AApp
 from .bus import EventBus, MemoryBus
@@ -55,6 +56,9 @@ ExtendedCard = (
 """What ``create_app(extended_card=...)`` takes: a card, or a function of the caller's
 principal (and, when it takes two arguments, of the public card) returning theirs."""
 
+# What a card built without a request (and without ``public_url``) says by default.
+DEFAULT_URL = "http://127.0.0.1:8000"
+
 # The names ``interface_order=`` (``peerwire serve --interfaces``) orders the card's list by.
 INTERFACE_NAMES = BINDING_NAMES
 
@@ -80,7 +84,9 @@ def create_app(
     *,
     store: TaskStore | str = "memory",
     bus: EventBus | str = "memory",
-    public_url: str = "http://127.0.0.1:8000",
+    public_url: str | None = None,
+    default_url: str = DEFAULT_URL,
+    trusted_proxies: Sequence[str] = (),
     rpc_path: str = "/",
     rest_path: str | None = "/rest",
     lenient_version: bool = False,
@@ -115,7 +121,14 @@ def create_app(
     ``store`` is a ``TaskStore`` or a spec: ``"memory"``, ``"sqlite:PATH"``,
     ``"postgresql://..."``. ``bus`` is an ``EventBus`` or a spec: ``"memory"`` (one process),
     ``"redis://HOST:PORT"`` (replicas sharing a PostgreSQL store see each other's events).
-    ``public_url`` is the base URL the card advertises. ``lenient_version`` accepts requests
+    ``public_url`` is the base URL the card advertises. Without it, the card's URLs name
+    what each request reached (docs/howto/mounting.md, "Where the card points"): its
+    ``Host`` and scheme, the mount prefix; ``Forwarded`` and ``X-Forwarded-Host``, ``-Proto``
+    and ``-Port`` only from the addresses or CIDR networks of ``trusted_proxies``. A signed
+    card is signed again for each host (up to 64 kept, the least recently asked for dropped).
+    ``default_url`` is what is built without a request says (gRPC's card of A2A 0.3,
+    extended cards, the push JWT issuer, ``on_started``'s card), and what a request whose
+    ``Host`` is not a valid host gets. ``lenient_version`` accepts requests
     without ``A2A-Version`` as 1.0 (strictly, a missing header means 0.3 and is refused).
     ``serve_v03`` (default on) also serves A2A 0.3 callers on JSON-RPC and HTTP+JSON, with
     the card carrying 0.3's members beside 1.0's (docs/COMPATIBILITY.md); a 0.3 request is
@@ -125,7 +138,8 @@ def create_app(
     ``rest_path`` is where the HTTP+JSON binding lives (``None``: not served).
     ``grpc_port`` also serves the gRPC binding (needs grpcio), started in the app's lifespan
     on ``grpc_host`` (``0``: a free port; ``None``, the default: not served); the card lists
-    it as ``grpc_public_address``, by default ``public_url``'s host and the bound port.
+    it as ``grpc_public_address``, by default the card's host (``public_url``'s, or the
+    request's) and the bound port.
     ``grpc_tls`` serves gRPC over TLS (mutual TLS when it requires client certificates); the
     card then gives its address as ``https://host:port``, so clients use TLS even on
     loopback. TLS for the HTTP bindings is the ASGI server's (``serve(tls=...)``).
@@ -182,6 +196,13 @@ def create_app(
     the app runs.
     """
     order = _interface_order(interface_order)
+    if public_url is not None and trusted_proxies:
+        raise ValueError(
+            "trusted_proxies= lets forwarded headers decide the card's URLs, which public_url= "
+            "fixes: give one of them"
+        )
+    origins = None if public_url is not None else RequestOrigin(TrustedProxies(trusted_proxies))
+    template = (public_url or default_url).rstrip("/")
     task_store = open_store(store) if isinstance(store, str) else store
     if not isinstance(task_store, TaskStore):
         raise TypeError(
@@ -207,7 +228,7 @@ def create_app(
     )
     interfaces = [
         AgentInterface(
-            url=public_url.rstrip("/") + rpc_path,
+            url=template + rpc_path,
             protocol_binding=Binding.JSONRPC,
             protocol_version="1.0",
         )
@@ -215,7 +236,7 @@ def create_app(
     if rest_path is not None:
         interfaces.append(
             AgentInterface(
-                url=public_url.rstrip("/") + rest_path.rstrip("/"),
+                url=template + rest_path.rstrip("/"),
                 protocol_binding=Binding.HTTP_JSON,
                 protocol_version="1.0",
             )
@@ -225,7 +246,7 @@ def create_app(
     messages = None if message_retention is None else MessageLedger(task_store, message_retention)
     behaviours = () if messages is None else (idempotent_send_extension(messages.retention),)
     push_settings = PushSettings() if push is True else (push or None)
-    push_policy, deliverer, documents = _push(push_settings, task_store, public_url, meters)
+    push_policy, deliverer, documents = _push(push_settings, task_store, template, meters)
 
     # The bindings the card offers A2A 0.3 on (its 0.3 members; see publish's signatures).
     v03_bindings = v03_bindings_of(
@@ -257,17 +278,26 @@ def create_app(
         auth, card[0], agent.requires_authentication, extended_card is not None
     )
 
-    def card_at(prefix: str) -> AgentCard:
-        """The card as served under a mount prefix: its HTTP URLs below it (gRPC's as is)."""
-        base, mounted = public_url.rstrip("/"), under_prefix(public_url, prefix)
-        return publish(
-            [
-                msgspec.structs.replace(i, url=mounted + i.url[len(base) :])
-                if i.url == base or i.url.startswith(base + "/")
-                else i
-                for i in card[0].supported_interfaces
-            ]
-        )
+    # gRPC's bound port, once it is: a card built for a request names the request's host.
+    grpc_bound: list[int] = []
+    derive_grpc = grpc_public_address is None
+
+    def card_at(origin: str | None, prefix: str) -> AgentCard:
+        """The card as served to a request that reached ``origin`` (``None``: the fixed
+        URL) under a mount prefix: its HTTP URLs there, gRPC's on the request's host."""
+        mounted = under_prefix(origin or template, prefix)
+        interfaces = []
+        for i in card[0].supported_interfaces:
+            if i.url == template or i.url.startswith(template + "/"):
+                i = msgspec.structs.replace(i, url=mounted + i.url[len(template) :])
+            elif i.protocol_binding == Binding.GRPC and origin and grpc_bound and derive_grpc:
+                from .grpc import grpc_address  # imported: gRPC is served
+
+                host = urlsplit(origin).hostname or grpc_host
+                url = _grpc_url(grpc_address(host, grpc_bound[0]), grpc_tls)
+                i = msgspec.structs.replace(i, url=url)
+            interfaces.append(i)
+        return publish(interfaces)
 
     dispatcher = Dispatcher(
         agent,
@@ -314,7 +344,8 @@ def create_app(
                     serve_v03=serve_v03,
                     v03_bindings=v03_bindings,
                 ) as bound:
-                    public_host = urlsplit(public_url).hostname or grpc_host
+                    grpc_bound[:] = [bound]
+                    public_host = urlsplit(template).hostname or grpc_host
                     grpc_interface = AgentInterface(
                         url=grpc_public_address
                         or _grpc_url(grpc_address(public_host, bound), grpc_tls),
@@ -349,6 +380,7 @@ def create_app(
         documents=documents,
         routes=_metrics_route(meters, metrics_port, metrics_token),
         card_at=card_at,
+        origins=origins,
         serve_v03=serve_v03,
         v03_bindings=v03_bindings,
     )
@@ -573,7 +605,10 @@ def serve(
     """Serve ``agent`` with peerwire's HTTP server (uvloop when installed) until interrupted.
 
     ``port=0`` picks a free port: the socket is bound first (one socket, on the first address
-    ``host`` resolves to), so the card's URLs carry the real port. Once the app has started
+    ``host`` resolves to), so the card's URLs carry the real port. Without ``public_url`` the
+    card served over HTTP names the host each request reached (``create_app``'s
+    ``trusted_proxies`` option believes a proxy's forwarded headers); ``on_ready``'s card and
+    the log name the bound address. Once the app has started
     and the socket listens, one INFO record of ``peerwire.server`` says where (``peerwire:
     serving 'Name' on http://127.0.0.1:PORT (JSON-RPC ..., HTTP+JSON ..., gRPC ..., card
     ...); store ...; bus ...``, credentials redacted), and ``on_ready`` (called on the
@@ -605,6 +640,8 @@ def serve(
         )
     if http == "uvicorn":
         from . import _uvicorn  # the "uvicorn" extra: a clear ImportError before any work
+    # Before anything is bound or built: what that logs is written as configured too.
+    _configure_logging(log_level, log_format, access_log=bool(options.get("access_log")))
     try:
         sock = _listen(host, port)
     except CannotListenError as exc:
@@ -629,11 +666,10 @@ def serve(
             if on_ready is not None:
                 on_ready(listening)
 
-        # Before the app is built: what building it logs is written as configured too.
-        _configure_logging(log_level, log_format, access_log=bool(options.get("access_log")))
         app = create_app(
             agent,
-            public_url=public_url or url,
+            public_url=public_url,
+            default_url=url,
             on_started=started,
             **options,  # type: ignore[arg-type]
         )
@@ -696,13 +732,17 @@ def _url_host(host: str) -> str:
 
 
 def _configure_logging(level: str, fmt: LogFormat, *, access_log: bool) -> None:
-    """Show peerwire's log records at ``level`` on stderr in ``fmt``, unless logging is
-    configured (then only the level is set: the application's handlers write them)."""
-    logger = logging.getLogger("peerwire")
-    if not logging.getLogger().handlers and not logger.handlers:
-        configure_logging(level, fmt)
-    else:
-        logger.setLevel(level.upper())
+    """Show peerwire's log records at ``level`` on stderr in ``fmt``, and every other
+    library's at WARNING and above the same way (one handler on the root logger: with
+    ``json`` each line of stderr is one object), unless logging is configured (then only
+    the level is set: the application's handlers write them)."""
+    root, logger = logging.getLogger(), logging.getLogger("peerwire")
+    if not root.handlers and not logger.handlers:
+        configure_logging(level, fmt, logger="")
+        # Third parties at WARNING at least: their INFO (an httpx line per request) is noise
+        # here; peerwire's own records keep the level asked for.
+        root.setLevel(max(root.level, logging.WARNING))
+    logger.setLevel(level.upper())
     if access_log:  # asked for: shown whatever the level of the rest
         access = logging.getLogger(ACCESS_LOGGER)
         if not access.isEnabledFor(logging.INFO):

@@ -51,6 +51,7 @@ from ._http import query_param as _query_param
 from ._http import read_body as _read_body
 from ._http import respond as _respond
 from ._mount import mount_prefix, route_path
+from ._origin import RequestOrigin
 from ._v03 import V03Server
 from .card import CARD_PATH, EncodedCard, v03_bindings_of
 from .dispatch import CallContext, Dispatcher, TaskStream
@@ -67,8 +68,9 @@ log = logging.getLogger("peerwire.server")
 
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-# Cards kept encoded by mount prefix: a host whose mount path takes parameters
-# (``/{tenant}/a2a``) lets callers pick prefixes, so the cache is bounded.
+# Cards kept encoded by origin and mount prefix: callers pick both (a ``Host`` header, a
+# mount path that takes parameters, ``/{tenant}/a2a``), so the cache is bounded, the least
+# recently served dropped first.
 _MAX_MOUNTED_CARDS = 64
 
 
@@ -88,15 +90,18 @@ class A2AApp:
         lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
         authenticator: Authenticator | None = None,
         documents: Mapping[str, bytes] | None = None,
-        card_at: Callable[[str], AgentCard] | None = None,
+        card_at: Callable[[str | None, str], AgentCard] | None = None,
+        origins: RequestOrigin | None = None,
         serve_v03: bool = True,
         v03_bindings: Collection[str] | None = None,
         routes: Mapping[str, ASGIApp] | None = None,
         readiness: health.Readiness | None = None,
         access_log: bool = False,
     ) -> None:
-        """``card_at(prefix)`` is the card as served under a mount prefix (``/a2a``,
-        percent-encoded): its URLs under it; ``None``: the dispatcher's card under any.
+        """``card_at(origin, prefix)`` is the card as served to a request that reached
+        ``origin`` (``scheme://host[:port]``; ``None``: the card's own) under a mount prefix
+        (``/a2a``, percent-encoded): its URLs there; ``None``: the dispatcher's card under
+        any. ``origins`` tells each request's origin (``None``: the card's URLs are fixed).
 
         ``serve_v03``: also answer A2A 0.3 requests (JSON-RPC, and REST under ``rest_path``),
         told apart by their shape (docs/COMPATIBILITY.md); off, their methods get -32601 and
@@ -140,7 +145,11 @@ class A2AApp:
         self._card_max_age = card_max_age
         self._encoded_card: EncodedCard | None = None
         self._card_at = card_at
-        self._mounted_cards: dict[str, tuple[AgentCard, EncodedCard]] = {}
+        self._origins = origins
+        self._vary = (
+            [] if origins is None or not origins.vary else [(b"vary", b", ".join(origins.vary))]
+        )
+        self._mounted_cards: dict[tuple[str | None, str], tuple[AgentCard, EncodedCard]] = {}
         self._lifespan = lifespan
         # A host that mounts the app runs no lifespan of it: the first request starts it.
         self._first_use = (
@@ -349,32 +358,35 @@ class A2AApp:
         if card.not_modified(
             _header(scope, b"if-none-match"), _header(scope, b"if-modified-since")
         ):
-            await send(
-                {"type": "http.response.start", "status": 304, "headers": card.headers()[1:]}
-            )
+            headers = [*card.headers()[1:], *self._vary]
+            await send({"type": "http.response.start", "status": 304, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
             return
         body = b"" if scope["method"] == "HEAD" else card.body
-        headers = [*card.headers(), (b"content-length", b"%d" % len(card.body))]
+        headers = [*card.headers(), *self._vary, (b"content-length", b"%d" % len(card.body))]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     def _card_under(self, scope: Scope) -> EncodedCard:
-        """The card with its URLs under the prefix this request came through."""
+        """The card with its URLs where this request came: its origin, under its prefix."""
         prefix = mount_prefix(scope, CARD_PATH)
-        if not prefix:
+        origin = None if self._origins is None else self._origins.of(scope)
+        if not prefix and origin is None:
             return self.card
         base = self.dispatcher.card()
-        known = self._mounted_cards.get(prefix)
+        key = (origin, prefix)
+        cards = self._mounted_cards
+        known = cards.pop(key, None)  # put back last: the most recently served
         if known is not None and known[0] is base:
+            cards[key] = known
             return known[1]
         assert self._card_at is not None
         encoded = EncodedCard.of(
-            self._card_at(prefix), self._card_max_age, v03_bindings=self.v03_bindings
+            self._card_at(origin, prefix), self._card_max_age, v03_bindings=self.v03_bindings
         )
-        if len(self._mounted_cards) >= _MAX_MOUNTED_CARDS:
-            self._mounted_cards.clear()
-        self._mounted_cards[prefix] = (base, encoded)
+        while len(cards) >= _MAX_MOUNTED_CARDS:
+            del cards[next(iter(cards))]
+        cards[key] = (base, encoded)
         return encoded
 
     async def _serve_document(self, scope: Scope, send: Send, document: bytes) -> None:
@@ -454,6 +466,8 @@ class A2AApp:
         traced = None
         if tracing.STATE.tracer is not None:  # tracing off: this attribute read is all
             traced = self._spans.start(request.method.operation, scope["headers"], request.params)
+            if access is not None:
+                access.traced(*traced.ids())
         try:
             if traced is None:
                 result = await operation(request.params, call)

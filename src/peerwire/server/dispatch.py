@@ -50,6 +50,7 @@ from ..protocol import (
     check_history_length,
     closes_stream,
     ends_blocking_wait,
+    finished_task_refusal,
     list_query,
     resolve_continuation,
 )
@@ -170,6 +171,7 @@ class Dispatcher:
         # Set once the server is shutting down: new streams are refused, late ones ended.
         self._streams_stopped: str | None = None
         runner.on_drain(self._stop_streams)
+        runner.on_unrecorded(self._end_task_streams)
         if isinstance(bus, GapFilling):
             # A bus between processes can lose what the store has: its streams fill from it.
             bus.fill_gaps_from(store)
@@ -367,6 +369,7 @@ class Dispatcher:
         skill = self.agent.route(message)
         if skill.scopes:
             _check_scopes(skill, call)
+        self.agent.check_input_modes(skill, message)
         if skill.replies_with_message:
             # A direct reply creates no task: there is nothing to push about.
             return await self._reply(skill, message, decision.context_id)
@@ -496,6 +499,7 @@ class Dispatcher:
         # reached AUTH_REQUIRED) authorize nothing later (A2A spec §7.6, in-task authorization).
         skill = self.agent.route(history[0]) if history else self.agent.route(follow_up)
         _check_scopes(skill, call)
+        self.agent.check_input_modes(skill, follow_up)
         if push is not None:
             await self._register_push_config(push, task_id, call)
         # Before the message is recorded: whoever runs the handler on it (a worker, a
@@ -710,11 +714,7 @@ class Dispatcher:
         try:
             record = await self._load(request.id, request.tenant, call.owner)
             if record.terminal:
-                raise UnsupportedOperationError(
-                    f"Task {record.id} is {record.state.value}: a finished task has no updates "
-                    "to subscribe to (use GetTask)",
-                    metadata={"taskId": record.id},
-                )
+                raise finished_task_refusal(record.id, record.state)
             snapshot = record.snapshot()
         except BaseException:
             subscription.close()
@@ -738,6 +738,13 @@ class Dispatcher:
         for stream in streams:
             stream.end(cause)
         return len(streams)
+
+    def _end_task_streams(self, task_id: str) -> None:
+        """The task's final state was not recorded (an outage): its streams would wait for
+        events that are not coming, so they end, ``StreamEndedError`` cause ``outage``."""
+        for stream in list(self._streams):
+            if stream.task_id == task_id:
+                stream.end(StreamEndedError.OUTAGE)
 
     def _stop_streams(self) -> None:
         """The shutdown began: end the open streams, refuse new ones (``ServerBusyError``)."""
@@ -1068,6 +1075,12 @@ class TaskStream:
                 self.close()
                 break  # whatever follows a closing state is not this stream's
         return batch
+
+    @property
+    def task_id(self) -> str | None:
+        """The task this stream follows (``None``: a single reply, or closed)."""
+        subscription = self._subscription
+        return None if subscription is None else subscription.task_id
 
     def end(self, cause: str) -> None:
         """End the stream early, for ``cause``: the events it holds are handed out, then

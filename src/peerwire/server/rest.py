@@ -185,6 +185,8 @@ class RestHandler:
         traced = None
         if tracing.STATE.tracer is not None:  # tracing off: this attribute read is all
             traced = self._spans.start(route.dispatch, scope["headers"], request)
+            if access is not None:
+                access.traced(*traced.ids())
         try:
             if traced is None:
                 result = await operation(request, call)

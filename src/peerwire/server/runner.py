@@ -31,6 +31,7 @@ from ..delegation import DelegationHub, Delegations, MemoryLedgerStore
 from ..errors import (
     IllegalTransitionError,
     ServerBusyError,
+    ServiceUnavailableError,
     TaskNotCancelableError,
     TaskNotFoundError,
     VersionConflictError,
@@ -60,6 +61,7 @@ from ..types import (
 )
 from .agent import Agent, Skill
 from .bus import EventBus
+from .catch_up import GapFilling
 from .context import Caller, CallerSource, TaskContext, encode_caller, to_parts
 from .stores.base import StoredTaskInfo, TaskStore
 
@@ -209,6 +211,9 @@ class Runner:
             self.delegations.observer.metrics = metrics
         self.store = store
         self.bus = bus
+        # A bus whose subscriptions fill their gaps from the store (RedisBus): an event
+        # stored but not published while it is away still reaches them (``_publish``).
+        self._bus_fills_gaps = isinstance(bus, GapFilling)
         self.max_working = max_working
         self.shutdown_grace = shutdown_grace
         self._live: dict[str, _Live] = {}
@@ -237,6 +242,7 @@ class Runner:
         self._late_publications: set[asyncio.Task[None]] = set()
         # Told as a drain begins (the dispatcher ends its streams there).
         self._drain_listeners: list[Callable[[], None]] = []
+        self._unrecorded_listeners: list[Callable[[str], None]] = []
         self.placement = placement
         if placement is not None:
             placement.attach(self)
@@ -304,6 +310,13 @@ class Runner:
         dispatcher ends its streams there (``Dispatcher.end_streams``), so no stream waits
         for the grace."""
         self._drain_listeners.append(listener)
+
+    def on_unrecorded(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(task_id)`` when a handler ended but its task's final state could
+        not be recorded (the store or the bus is away): nothing more will be published for
+        it here, so the dispatcher ends the streams that follow it (``StreamEndedError``,
+        cause ``outage``) rather than leave them waiting."""
+        self._unrecorded_listeners.append(listener)
 
     async def drain(self) -> None:
         """Take no more work; let working handlers finish within the grace, then fail them.
@@ -888,7 +901,10 @@ class Runner:
         elif self._atomic_appends:
             # ``_append_and_publish`` inlined: a handler's every event comes this way.
             version = await self.store.append(ctx.task_id, (event,))
-            await self.bus.publish(ctx.task_id, version, event)
+            try:
+                await self.bus.publish(ctx.task_id, version, event)
+            except ServiceUnavailableError as exc:
+                self._unpublished(ctx.task_id, version, exc)
         else:
             await self._append_and_publish(ctx.task_id, (event,), (event,))
         if isinstance(event, TaskStatusUpdateEvent) and ends_blocking_wait(event.status.state):
@@ -974,14 +990,32 @@ class Runner:
     async def _publish(self, task_id: str, version: int, published: Sequence[Published]) -> None:
         """Publish the last ``len(published)`` events of an append that reached ``version``."""
         first = version - len(published) + 1
-        if len(published) > 1:
-            # A bus that takes an append's events at once (RedisBus: one round trip).
-            publish_many = getattr(self.bus, "publish_many", None)
-            if publish_many is not None:
-                await publish_many(task_id, first, published)
-                return
-        for offset, event in enumerate(published):
-            await self.bus.publish(task_id, first + offset, event)
+        try:
+            if len(published) > 1:
+                # A bus that takes an append's events at once (RedisBus: one round trip).
+                publish_many = getattr(self.bus, "publish_many", None)
+                if publish_many is not None:
+                    await publish_many(task_id, first, published)
+                    return
+            for offset, event in enumerate(published):
+                await self.bus.publish(task_id, first + offset, event)
+        except ServiceUnavailableError as exc:
+            self._unpublished(task_id, version, exc)
+
+    def _unpublished(self, task_id: str, version: int, exc: ServiceUnavailableError) -> None:
+        """The bus was away past its retries after the events were stored. A bus whose
+        subscriptions fill gaps from the store loses nothing (they read what they missed
+        there), so the step succeeded and its caller must not be told to retry it (a retry
+        would send its message twice); any other bus's outage is raised."""
+        if not self._bus_fills_gaps:
+            raise exc
+        log.warning(
+            "peerwire: task %s: version %d stored, not published (%s); its subscribers "
+            "read it from the store",
+            task_id,
+            version,
+            exc.message,
+        )
 
     async def _store_then_publish(
         self,
@@ -1103,6 +1137,11 @@ class Runner:
                 # The store or the bus failed (an outage): one task's outcome, never a reason
                 # for the runner, and so the process, to end.
                 log.exception("peerwire: task %s: final state not recorded", ctx.task_id)
+                for listener in self._unrecorded_listeners:
+                    try:
+                        listener(ctx.task_id)
+                    except Exception:  # one failing listener must not keep the rest away
+                        log.exception("peerwire: an unrecorded-state listener failed")
         finally:
             live.settle()  # the handler is gone: a blocking send waits no longer
 

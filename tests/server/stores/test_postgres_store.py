@@ -24,7 +24,7 @@ from peerwire.cli import app
 from peerwire.errors import (
     IllegalTransitionError,
     InternalError,
-    ServerBusyError,
+    ServiceUnavailableError,
     VersionConflictError,
 )
 from peerwire.protocol import list_query
@@ -542,8 +542,10 @@ async def test_a_busy_pool_fails_in_bounded_time(schema: str) -> None:
             store.append(record.id, [status_event(record, S.WORKING, at=1)])
         )
         await _wait_until_blocked_by(blocker)
-        with anyio.fail_after(WAIT_S), pytest.raises(ServerBusyError, match="retry later"):
+        # An outage of the store for its callers: temporary, with when to retry.
+        with anyio.fail_after(WAIT_S), pytest.raises(ServiceUnavailableError) as busy:
             await store.load(other.id, tenant="")
+        assert (busy.value.dependency, busy.value.retry_after) == ("task_store", 5)
         await transaction.rollback()
         with anyio.fail_after(WAIT_S):
             assert await stuck == 2
@@ -563,9 +565,27 @@ async def test_a_statement_that_hangs_times_out(schema: str) -> None:
         await store.create(record, tenant="", owner="")
         async with blocker.transaction():
             await blocker.execute("SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE", record.id)
-            with anyio.fail_after(WAIT_S), pytest.raises(InternalError, match="did not answer"):
+            with anyio.fail_after(WAIT_S), pytest.raises(ServiceUnavailableError) as slow:
                 await store.append(record.id, [status_event(record, S.WORKING, at=1)])
+            assert slow.value.dependency == "task_store"
         assert await store.append(record.id, [status_event(record, S.WORKING, at=1)]) == 2
+    finally:
+        await blocker.close()
+        await store.close()
+
+
+async def test_a_statement_the_database_refuses_is_internal_and_keeps_its_text_home(
+    schema: str,
+) -> None:
+    store = pg_store(schema)
+    await store.open()
+    blocker = await raw(schema)
+    try:
+        await blocker.execute("DROP TABLE push_configs CASCADE")  # a fault, not an outage
+        with pytest.raises(InternalError) as failed:
+            await store.list_push_configs("t-1")
+        assert not isinstance(failed.value, ServiceUnavailableError)
+        assert "push_configs" not in failed.value.message  # the driver's text is logged
     finally:
         await blocker.close()
         await store.close()

@@ -23,7 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from peerwire.cli import app
-from peerwire.errors import VersionConflictError
+from peerwire.errors import InternalError, ServiceUnavailableError, VersionConflictError
 from peerwire.protocol import list_query, sort_key
 from peerwire.server.stores import (
     MemoryTaskStore,
@@ -34,6 +34,7 @@ from peerwire.server.stores import (
 )
 from peerwire.server.stores._sql import SCHEMA_VERSION
 from peerwire.server.stores._sqlite_io import _BACKSTOP_PAGES, GroupCommitWriter
+from peerwire.server.stores.sqlite import _store_failure
 from peerwire.testing.store_suite import artifact_event, message, new_record, status_event
 from peerwire.types import (
     AuthenticationInfo,
@@ -470,3 +471,33 @@ def test_the_sql_is_ready_for_postgres_placeholders() -> None:
     assert _sql.numbered("a = ? AND (b, c) < (?, ?)") == "a = $1 AND (b, c) < ($2, $3)"
     created = _sql.ddl(_sql.MIGRATIONS[0][0], blob="BYTEA", bigint="BIGINT")
     assert "snapshot BYTEA" in created and "version BIGINT" in created
+
+
+def _real_error(path: Path, sql: str) -> sqlite3.Error:
+    try:
+        with contextlib.closing(sqlite3.connect(path, timeout=0)) as connection:
+            connection.execute(sql)
+    except sqlite3.Error as exc:
+        return exc
+    raise AssertionError(f"{sql!r} did not fail")
+
+
+def test_a_locked_or_unopenable_database_is_an_outage_and_a_bad_statement_is_not(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "held.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")  # another process holding the file's write lock
+    try:
+        locked = _real_error(path, "INSERT INTO t VALUES (1)")
+    finally:
+        holder.close()
+    unopenable = _real_error(tmp_path / "gone" / "x.db", "SELECT 1")
+    for exc in (locked, unopenable):
+        outage = _store_failure(exc)
+        assert isinstance(outage, ServiceUnavailableError), exc
+        assert (outage.dependency, outage.retry_after) == ("task_store", 5)
+        assert str(exc) not in outage.message
+    wrong = _store_failure(_real_error(path, "SELEC 1"))
+    assert type(wrong) is InternalError and "syntax" not in wrong.message

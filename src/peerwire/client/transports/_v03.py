@@ -21,8 +21,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ...compat.v03.streams import opening
-from ...errors import A2AConnectionError, A2AError, ClientError, UnsupportedOperationError
-from ...protocol import is_terminal
+from ...errors import A2AConnectionError, A2AError, ClientError
+from ...protocol import finished_task_refusal, is_terminal
 from ...types import GetTaskRequest, StreamResponse, Task
 from ._v03_follow import task_first
 from .base import CallOptions, Transport
@@ -74,8 +74,8 @@ async def _refuse_if_finished(get_task: Any, cut: A2AConnectionError) -> None:
     except (A2AError, ClientError):
         return
     if is_terminal(task.status.state):
-        raise UnsupportedOperationError(
-            f"Task {task.id} is {task.status.state.value}: the A2A 0.3 server ended the "
-            "subscription to it without an event",
-            metadata={"taskId": task.id},
+        raise finished_task_refusal(
+            task.id,
+            task.status.state,
+            "; the A2A 0.3 server ended the subscription to it without an event",
         ) from cut

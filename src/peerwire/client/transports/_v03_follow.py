@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from ...errors import InvalidParamsError, UnsupportedOperationError
-from ...protocol import is_terminal
+from ...errors import InvalidParamsError
+from ...protocol import finished_task_refusal, is_terminal
 from ...types import StreamResponse, Task
 
 __all__ = ["task_first"]
@@ -34,10 +34,8 @@ async def task_first(
             task = await get_task()
             if not is_terminal(task.status.state):
                 raise
-            raise UnsupportedOperationError(
-                f"Task {task.id} is {task.status.state.value}: a finished task has no updates "
-                f"to subscribe to ({refused.message})",
-                metadata={"taskId": task.id},
+            raise finished_task_refusal(
+                task.id, task.status.state, f" ({refused.message})"
             ) from None
         if first is None:
             return

@@ -15,10 +15,12 @@ deliverer (``server.push``) claims due rows, sends them and marks the outcome.
 from __future__ import annotations
 
 import abc
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
+from ...errors import InternalError, ServiceUnavailableError
 from ...protocol import PROTOCOL_VERSION, Event, ListQuery, TaskRecord
 from ...types import Encoded, Task, TaskPushNotificationConfig, TaskState
 
@@ -31,7 +33,11 @@ __all__ = [
     "StoredTaskInfo",
     "TaskStore",
     "snapshot_reader",
+    "store_failed",
+    "store_unavailable",
 ]
+
+log = logging.getLogger("peerwire.stores")
 
 OutboxState = Literal["pending", "delivered", "failed"]
 
@@ -39,6 +45,30 @@ OutboxState = Literal["pending", "delivered", "failed"]
 # and a load only reads, whatever it finds.
 _HEALTH_PROBE_ID = "peerwire-health-probe"
 _HEALTH_PROBE_TENANT = "\x00peerwire-health"
+
+
+def store_unavailable(exc: BaseException, what: str = "") -> ServiceUnavailableError:
+    """The error a caller gets when the store's database is away (``exc``: the driver's
+    failure): a temporary ``ServiceUnavailableError`` without the driver's text, which goes
+    to the log instead; raise it ``from exc`` so the log of the request keeps the cause.
+    ``what`` says in the log what the store was doing or waiting for."""
+    log.warning(
+        "peerwire: the task store is unavailable%s: %s: %s",
+        f" ({what})" if what else "",
+        type(exc).__name__,
+        exc,
+    )
+    return ServiceUnavailableError(
+        dependency=ServiceUnavailableError.TASK_STORE,
+        retry_after=ServiceUnavailableError.DEFAULT_RETRY_AFTER,
+    )
+
+
+def store_failed(exc: BaseException) -> InternalError:
+    """The error a caller gets when the store's database refused a statement for a reason
+    of the store's own (a fault, not an outage); its text goes to the log, not the caller."""
+    log.error("peerwire: the task store failed: %s: %s", type(exc).__name__, exc)
+    return InternalError("The task store failed (the server's log says why)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,8 +28,10 @@ so nothing handed out was rolled back.
 Connections: an asyncpg pool of ``min_size`` to ``max_size``, whose connections go back to
 the pool without a reset round trip (``_keep_session``: the store leaves no session state).
 An operation that finds every connection busy for ``acquire_timeout`` seconds fails with
-``ServerBusyError`` (retry later) rather than queueing without bound; a statement running
-longer than ``command_timeout`` fails with ``InternalError``, as does any database failure.
+``ServiceUnavailableError`` (retry later) rather than queueing without bound, as does a
+statement running longer than ``command_timeout`` and a database that is away (refused,
+reset, shutting down, out of connections: ``_OUTAGES``); any other database failure is an
+``InternalError``. Neither carries the driver's text, which goes to the log.
 
 Push outbox: the statement that appends a task's events also writes its outbox rows, one per
 pushed event and push config of the task (a join with ``push_configs``, so a task without
@@ -59,7 +61,6 @@ from ..._coalesce import Coalescer
 from ...errors import (
     IllegalTransitionError,
     InternalError,
-    ServerBusyError,
     TaskNotFoundError,
     VersionConflictError,
 )
@@ -85,7 +86,15 @@ from ._rows import (
     task_row,
     to_ms,
 )
-from .base import EventsAfter, OutboxRow, PushTarget, StoredTaskInfo, TaskStore
+from .base import (
+    EventsAfter,
+    OutboxRow,
+    PushTarget,
+    StoredTaskInfo,
+    TaskStore,
+    store_failed,
+    store_unavailable,
+)
 from .retention import retention_cutoff
 
 __all__ = ["PostgresTaskStore"]
@@ -276,6 +285,17 @@ _FORGET_MESSAGE_IDS = _sql.numbered(_sql.FORGET_MESSAGE_IDS)
 
 # What a database failure looks like from asyncpg: a server error, a driver error, a socket.
 _DB_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
+# The failures that say the database is away rather than that a statement was wrong: the
+# socket (refused, reset), the connection classes of SQLSTATE 08 (but a protocol violation,
+# ours), 53 (too many connections, out of disk or memory), 57 (shut down, starting up,
+# canceled by an operator or statement_timeout), and a standby taking writes mid-fail-over.
+_OUTAGES: tuple[type[BaseException], ...] = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InsufficientResourcesError,
+    asyncpg.OperatorInterventionError,
+    asyncpg.ReadOnlySQLTransactionError,
+)
 
 
 class _Entry:
@@ -1039,18 +1059,18 @@ class PostgresTaskStore(TaskStore):
             raise RuntimeError("the PostgreSQL task store is not open (call open() first)")
         try:
             connection = await pool.acquire(timeout=self.acquire_timeout)
-        except TimeoutError:
-            raise ServerBusyError(
-                f"All {self.max_size} task store connections stayed busy for "
-                f"{self.acquire_timeout:g} s; retry later"
-            ) from None
+        except TimeoutError as exc:
+            # Every connection busy (or each new one not connecting) for the whole wait.
+            raise store_unavailable(
+                exc, f"all {self.max_size} connections stayed busy for {self.acquire_timeout:g} s"
+            ) from exc
         except _DB_ERRORS as exc:
             raise _failure(exc) from exc
         try:
             yield connection
         except TimeoutError as exc:  # asyncpg's command_timeout
-            raise InternalError(
-                f"The task store did not answer within {self.command_timeout:g} s"
+            raise store_unavailable(
+                exc, f"no answer within the command timeout of {self.command_timeout:g} s"
             ) from exc
         except _DB_ERRORS as exc:
             raise _failure(exc) from exc
@@ -1110,4 +1130,8 @@ def _not_found(task_id: str) -> TaskNotFoundError:
 
 
 def _failure(exc: BaseException) -> InternalError:
-    return InternalError(f"The task store failed: {exc}")
+    """A database failure as the caller's error: an outage is temporary and says so (the
+    driver's text goes to the log); anything else is a fault of this store's own."""
+    if isinstance(exc, _OUTAGES) and not isinstance(exc, asyncpg.ProtocolViolationError):
+        return store_unavailable(exc)
+    return store_failed(exc)

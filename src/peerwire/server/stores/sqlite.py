@@ -81,7 +81,15 @@ from ._sqlite_io import (
     leave_checkpoints_to_thread,
     migrate,
 )
-from .base import EventsAfter, OutboxRow, PushTarget, StoredTaskInfo, TaskStore
+from .base import (
+    EventsAfter,
+    OutboxRow,
+    PushTarget,
+    StoredTaskInfo,
+    TaskStore,
+    store_failed,
+    store_unavailable,
+)
 from .retention import retention_cutoff
 
 __all__ = ["SQLiteTaskStore"]
@@ -876,5 +884,27 @@ def _not_found(task_id: str) -> TaskNotFoundError:
     return TaskNotFoundError(f"Task {task_id} was not found", metadata={"taskId": task_id})
 
 
+# SQLite's primary result codes that say the database cannot be used now rather than that a
+# statement was wrong: busy or locked past busy_timeout, out of memory, read-only or
+# unopenable (permissions, a directory gone), I/O errors, a full disk, a WAL lock protocol.
+_OUTAGE_CODES = frozenset(
+    (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_NOMEM,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_PROTOCOL,
+    )
+)
+
+
 def _store_failure(exc: sqlite3.Error) -> InternalError:
-    return InternalError(f"The task store failed: {exc}")
+    """A database failure as the caller's error: an outage is temporary and says so (the
+    driver's text goes to the log); anything else is a fault of this store's own."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in _OUTAGE_CODES:  # extended codes: low byte
+        return store_unavailable(exc)
+    return store_failed(exc)
