@@ -165,6 +165,8 @@ async def test_a_manager_with_the_scope_answers_and_the_history_says_so(binding:
         assert seen.status.state is TaskState.INPUT_REQUIRED
         assert seen.status.message is not None and seen.status.message.text == "Approve 120 EUR?"
         assert (seen.history, seen.artifacts, seen.metadata) == ([], [], None)
+        asked = GetTaskRequest(tenant="acme", id=claim.id, history_length=10)
+        assert await mona.transport.call("GetTask", asked, Task, mona.options) == seen
         answered = (await mona.send("approved", claim)).task
         assert answered is not None and answered.id == claim.id
         assert (answered.history, answered.artifacts) == ([], [])

@@ -184,3 +184,24 @@ async def test_a_replay_without_a_record_fails_closed(tmp_path: Path) -> None:
     assert first.recorded and first.id == "alice" and first.scopes == frozenset()
     assert dict(first.principal.claims) == {}
     assert live.scopes == {"read"} and dict(live.principal.claims) == {"name": "Alice"}
+
+
+async def test_a_caller_the_store_cannot_record_leaves_the_task_running(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Recording the first message's caller fails (the store refuses that one write): the
+    task exists, so the send still answers with it and its handler runs; the log says so."""
+
+    class NoCallers(SQLiteTaskStore):
+        async def save_caller(self, task_id: str, message_id: str, caller: bytes) -> None:
+            raise OSError("disk full")
+
+    seen: list[Caller] = []
+    auth = {"key": APIKeyVerifier(KEYS)}
+    async with in_process(
+        _agent(seen), store=NoCallers(tmp_path / "tasks.db"), auth=auth, shutdown_grace=1.0
+    ) as http:
+        task = _task(await _send(http, "k-read", "start"))
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert [c.scopes for c in seen] == [{"read"}], "the live handler has its caller"
+    assert any("its caller is not recorded: disk full" in r.getMessage() for r in caplog.records)

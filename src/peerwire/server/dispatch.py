@@ -406,7 +406,12 @@ class Dispatcher:
                 return await self._repeat(held, request, call, streaming, blocking)
         if self.metrics is not None:
             self.metrics.task_created(skill.id)
-        await self._record_caller(task_id, first, call)
+        try:
+            await self._record_caller(task_id, first, call)
+        except Exception as exc:
+            # The task exists: its answer is the task, never an error a caller would retry
+            # into a duplicate. Unrecorded, a replay of it sees no scopes (fails closed).
+            log.warning("peerwire: task %s: its caller is not recorded: %s", task_id, exc)
         if push is not None:
             await self._register_push_config(push, task_id, call)
         if blocking and self.runner.sees_every_event:
@@ -658,13 +663,18 @@ class Dispatcher:
         encodes either form with ``encode``, or decodes it when it needs the object)."""
         _check_task_id(request.id)
         check_history_length(request.history_length)
+        task: Task | Encoded[Task] | None
         if request.history_length is not None:
-            return await self._snapshot(
-                request.id, request.tenant, call.owner, request.history_length
+            task = await self._snapshots.load_snapshot(
+                request.id,
+                tenant=request.tenant,
+                owner=call.owner,
+                history_length=request.history_length,
             )
-        task = await self._snapshots.load_encoded_snapshot(
-            request.id, tenant=request.tenant, owner=call.owner
-        )
+        else:
+            task = await self._snapshots.load_encoded_snapshot(
+                request.id, tenant=request.tenant, owner=call.owner
+            )
         if task is None:
             answerable = await self._answerable(request.id, request.tenant, call)
             if answerable is None:

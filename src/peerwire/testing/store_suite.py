@@ -733,6 +733,30 @@ class StoreSuite:
         finished = await store.owner_of(done.id, tenant="t")
         assert finished in ("bob", None), "a finished task's owner, where the store keeps it"
 
+    async def test_callers_recorded_at_once_each_land_on_their_task(self, store: TaskStore) -> None:
+        records = [new_record() for _ in range(5)]
+        for record in records:
+            await store.create(record, tenant="", owner="")
+        saves = [
+            store.save_caller(record.id, f"m-{i}", f'{{"id":"p{i}"}}'.encode())
+            for i, record in enumerate(records)
+        ]
+        saves.append(store.save_caller(records[0].id, "m-0b", b'{"id":"again"}'))
+        saves.append(store.save_caller(records[2].id, "m-2", b'{"id":"later"}'))
+        missing = store.save_caller("no-such-task", "m-9", b"{}")
+        outcomes = await asyncio.gather(*saves, missing, return_exceptions=True)
+        assert outcomes[:-1] == [None] * 7, "each save of an existing task succeeds"
+        assert isinstance(outcomes[-1], TaskNotFoundError), "the missing task's alone fails"
+        assert await store.load_callers(records[2].id) == {"m-2": b'{"id":"later"}'}
+        for i, record in enumerate(records[1:], start=1):
+            if i != 2:
+                expected = {f"m-{i}": f'{{"id":"p{i}"}}'.encode()}
+                assert await store.load_callers(record.id) == expected
+        assert await store.load_callers(records[0].id) == {
+            "m-0": b'{"id":"p0"}',
+            "m-0b": b'{"id":"again"}',
+        }
+
     async def test_a_caller_of_a_missing_task_is_refused(self, store: TaskStore) -> None:
         with pytest.raises(TaskNotFoundError):
             await store.save_caller("no-such-task", "m-1", b"{}")

@@ -232,6 +232,16 @@ _TASK_EXISTS = _sql.numbered(_sql.TASK_EXISTS)
 _SELECT_UNFINISHED = _sql.numbered(_sql.SELECT_UNFINISHED)
 _UPSERT_PUSH_CONFIG = _sql.numbered(_sql.UPSERT_PUSH_CONFIG)
 _SAVE_CALLER = _sql.numbered(_sql.SAVE_CALLER)
+# ``save_caller`` for several messages in one statement (one per message id within the batch);
+# the rows written say which tasks exist. Parameters: task ids, message ids, bodies.
+_SAVE_CALLERS = (
+    "INSERT INTO task_callers (task_id, message_id, body) "
+    "SELECT c.task_id, c.message_id, c.body "
+    "FROM unnest($1::text[], $2::text[], $3::bytea[]) AS c(task_id, message_id, body) "
+    "WHERE EXISTS (SELECT 1 FROM tasks t WHERE t.id = c.task_id) "
+    "ON CONFLICT (task_id, message_id) DO UPDATE SET body = excluded.body "
+    "RETURNING task_id, message_id"
+)
 _SELECT_OWNER = _sql.numbered(_sql.SELECT_OWNER)
 _SELECT_CALLERS = _sql.numbered(_sql.SELECT_CALLERS)
 _GET_PUSH_CONFIG = _sql.numbered(_sql.GET_PUSH_CONFIG)
@@ -360,6 +370,8 @@ class PostgresTaskStore(TaskStore):
         # statement, one commit (``_swap_many``).
         self._appends: Coalescer[_Swap, bool] = Coalescer(self._swap_many)
         self._creates: Coalescer[_Create, bool] = Coalescer(self._create_many)
+        # The callers recorded in one turn (each authenticated send records one).
+        self._callers: Coalescer[tuple[str, str, bytes], bool] = Coalescer(self._save_callers)
         # Appends whose callers may have stopped waiting (``append``'s ``on_durable``).
         self._writes: set[asyncio.Future[int]] = set()
         # ``check_health``'s connection of its own (not the pool's), and one check at a time.
@@ -905,10 +917,28 @@ class PostgresTaskStore(TaskStore):
         return None if owner is None else str(owner)
 
     async def save_caller(self, task_id: str, message_id: str, caller: bytes) -> None:
-        async with self._connection() as connection:
-            status = await connection.execute(_SAVE_CALLER, task_id, message_id, caller, task_id)
-        if status.endswith(" 0"):  # "INSERT 0 <rows>": no row, no such task
+        if not await self._callers.submit((task_id, message_id, caller)):
             raise _not_found(task_id)
+
+    async def _save_callers(self, items: list[tuple[str, str, bytes]]) -> list[bool]:
+        """``save_caller`` of one turn's items, in one statement; for each, whether its task
+        exists. The same message twice in a batch: the later record is kept."""
+        latest = {(task_id, message_id): body for task_id, message_id, body in items}
+        async with self._connection() as connection:
+            if len(latest) == 1:
+                ((task_id, message_id), body), *_ = latest.items()
+                status = await connection.execute(_SAVE_CALLER, task_id, message_id, body, task_id)
+                saved = set() if status.endswith(" 0") else {(task_id, message_id)}
+            else:
+                keys = list(latest)
+                rows = await connection.fetch(
+                    _SAVE_CALLERS,
+                    [task_id for task_id, _ in keys],
+                    [message_id for _, message_id in keys],
+                    list(latest.values()),
+                )
+                saved = {(row[0], row[1]) for row in rows}
+        return [(task_id, message_id) in saved for task_id, message_id, _ in items]
 
     async def load_callers(self, task_id: str) -> dict[str, bytes]:
         async with self._connection() as connection:
