@@ -304,6 +304,7 @@ async def test_security_headings_and_certificate_forms_follow_the_card_and_the_u
     await expect(page.locator("#credentials")).to_contain_text("declares no security schemes")
     # Schemes declared: the heading lists them, and still no certificate form over http.
     await load_card(page, vault_url)
+    await expect(page.locator("#card-name")).to_contain_text("Vault Agent")
     await expect(page.locator("#schemes-heading")).to_have_text("Security schemes")
     await expect(page.locator("#schemes li")).to_have_count(2)
     await expect(page.locator('form.credential[data-scheme="bearer"]')).to_be_visible()
@@ -315,6 +316,8 @@ async def test_security_headings_and_certificate_forms_follow_the_card_and_the_u
     # mTLS declared on a plain-http agent: there is no TLS connection to present it on.
     async with live_server(partner_agent(), auth={"mtls": verifier}, shutdown_grace=1.0) as url:
         await load_card(page, url)
+        # load_card returns once a card is shown: wait for this one, not the Vault's.
+        await expect(page.locator("#card-name")).to_contain_text("Partner Agent")
         await expect(page.locator("#schemes li")).to_have_text("mtls mutual TLS")
         await expect(certificate_forms).to_have_count(0)
     async with live_server(
