@@ -385,6 +385,27 @@ async def test_a_tasks_delegations_open_from_its_timeline_grouped_per_agent(
         await shoot(tab, "delegations")
 
 
+async def test_tasks_are_grouped_per_agent_inspected(page: Any, glossary_url: str) -> None:
+    async with live_server(signed_agent(), shutdown_grace=1.0) as other_url:
+        agents = ((glossary_url, "Glossary Agent"), (other_url, "Signed Agent"))
+        for sent, (url, name) in enumerate((*agents, agents[0]), start=1):
+            await load_card(page, url)
+            # This agent's card, not the last one's: the backend inspects it now.
+            await expect(page.locator("#card-name")).to_contain_text(name)
+            await send(page, "record", streaming=False)
+            done = page.locator('article.task[data-state="COMPLETED"]')
+            await expect(done).to_have_count(sent, timeout=WAIT_MS)
+        groups = page.locator("#timelines > section.agent-tasks")
+        await expect(groups).to_have_count(2, timeout=WAIT_MS)
+        glossary = page.locator(f'section.agent-tasks[data-agent="{glossary_url}"]')
+        other = page.locator(f'section.agent-tasks[data-agent="{other_url}"]')
+        await expect(glossary.locator(".agent-heading")).to_contain_text("Glossary Agent")
+        await expect(glossary.locator("article.task")).to_have_count(2, timeout=WAIT_MS)
+        await expect(other.locator("article.task")).to_have_count(1)
+        await expect(other.locator(".agent-heading")).to_contain_text(other_url)
+        await shoot(page, "per-agent")
+
+
 async def test_without_a_ledger_no_delegations_button_is_offered(
     page: Any, glossary_url: str
 ) -> None:
