@@ -304,6 +304,7 @@ async def test_security_headings_and_certificate_forms_follow_the_card_and_the_u
     await expect(page.locator("#credentials")).to_contain_text("declares no security schemes")
     # Schemes declared: the heading lists them, and still no certificate form over http.
     await load_card(page, vault_url)
+    await expect(page.locator("#card-name")).to_contain_text("Vault Agent")
     await expect(page.locator("#schemes-heading")).to_have_text("Security schemes")
     await expect(page.locator("#schemes li")).to_have_count(2)
     await expect(page.locator('form.credential[data-scheme="bearer"]')).to_be_visible()
@@ -315,6 +316,8 @@ async def test_security_headings_and_certificate_forms_follow_the_card_and_the_u
     # mTLS declared on a plain-http agent: there is no TLS connection to present it on.
     async with live_server(partner_agent(), auth={"mtls": verifier}, shutdown_grace=1.0) as url:
         await load_card(page, url)
+        # load_card returns once a card is shown: wait for this one, not the Vault's.
+        await expect(page.locator("#card-name")).to_contain_text("Partner Agent")
         await expect(page.locator("#schemes li")).to_have_text("mtls mutual TLS")
         await expect(certificate_forms).to_have_count(0)
     async with live_server(
@@ -380,6 +383,27 @@ async def test_a_tasks_delegations_open_from_its_timeline_grouped_per_agent(
         await lock.locator("a.compensation-link").click()
         assert await tab.evaluate("location.hash") == f"#{await release.get_attribute('id')}"
         await shoot(tab, "delegations")
+
+
+async def test_tasks_are_grouped_per_agent_inspected(page: Any, glossary_url: str) -> None:
+    async with live_server(signed_agent(), shutdown_grace=1.0) as other_url:
+        agents = ((glossary_url, "Glossary Agent"), (other_url, "Signed Agent"))
+        for sent, (url, name) in enumerate((*agents, agents[0]), start=1):
+            await load_card(page, url)
+            # This agent's card, not the last one's: the backend inspects it now.
+            await expect(page.locator("#card-name")).to_contain_text(name)
+            await send(page, "record", streaming=False)
+            done = page.locator('article.task[data-state="COMPLETED"]')
+            await expect(done).to_have_count(sent, timeout=WAIT_MS)
+        groups = page.locator("#timelines > section.agent-tasks")
+        await expect(groups).to_have_count(2, timeout=WAIT_MS)
+        glossary = page.locator(f'section.agent-tasks[data-agent="{glossary_url}"]')
+        other = page.locator(f'section.agent-tasks[data-agent="{other_url}"]')
+        await expect(glossary.locator(".agent-heading")).to_contain_text("Glossary Agent")
+        await expect(glossary.locator("article.task")).to_have_count(2, timeout=WAIT_MS)
+        await expect(other.locator("article.task")).to_have_count(1)
+        await expect(other.locator(".agent-heading")).to_contain_text(other_url)
+        await shoot(page, "per-agent")
 
 
 async def test_without_a_ledger_no_delegations_button_is_offered(

@@ -264,7 +264,14 @@ class InspectorSession:
     def _timeline(self, task_id: str, binding: str) -> TaskTimeline:
         timeline = self.tasks.get(task_id)
         if timeline is None:
-            timeline = self.tasks[task_id] = TaskTimeline(task_id, binding=binding)
+            # Kept with the agent it belongs to: the page groups the tasks per agent, and
+            # inspecting another agent later leaves these under their own.
+            timeline = self.tasks[task_id] = TaskTimeline(
+                task_id,
+                binding=binding,
+                agent=self.url,
+                agent_name=self.card.name if self.card is not None else "",
+            )
             while len(self.tasks) > MAX_TASKS:
                 del self.tasks[next(iter(self.tasks))]
         timeline.binding = binding

@@ -78,6 +78,8 @@ class TaskTimeline:
     task_id: str
     context_id: str = ""
     binding: str = ""
+    agent: str = ""  # the agent's URL, as the page was inspecting it when the task came
+    agent_name: str = ""  # its card's name then
     state: TaskState = TaskState.UNSPECIFIED
     question: str = ""  # what an INPUT_REQUIRED (or AUTH_REQUIRED) status asks
     entries: list[dict[str, Any]] = field(default_factory=list)
@@ -154,6 +156,8 @@ class TaskTimeline:
             "id": self.task_id,
             "contextId": self.context_id,
             "binding": self.binding,
+            "agent": self.agent,
+            "agentName": self.agent_name,
             "state": short_state(self.state),
             "final": self.is_final,
             "question": self.question,

@@ -83,7 +83,20 @@ export class Conversation {
     const typed = old ? old.querySelector(".reply-text") : null;
     const article = this.renderTask(task, typed ? typed.value : "");
     if (old) old.replaceWith(article);
-    else this.timelines.prepend(article);
+    else this.agentGroup(task).querySelector(".agent-task-list").prepend(article);
+  }
+
+  // The tasks of each agent the page inspected, under that agent (newest agent first).
+  agentGroup(task) {
+    const agent = task.agent || "";
+    const found = [...this.timelines.children].find((g) => g.dataset.agent === agent);
+    if (found) return found;
+    const group = h("section", { class: "agent-tasks", dataset: { agent } },
+      h("h3", { class: "agent-heading" }, task.agentName || "agent", " ",
+        h("code", { class: "muted" }, agent || "(no agent)")),
+      h("div", { class: "agent-task-list" }));
+    this.timelines.prepend(group);
+    return group;
   }
 
   renderTask(task, typed) {
