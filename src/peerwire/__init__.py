@@ -14,6 +14,7 @@ Serve it with ``peerwire serve module:agent`` (or ``peerwire.serve(agent)``).
 """
 
 from . import errors, types
+from ._version import __version__ as __version__
 from .client import Client
 from .server import Agent, AgentExecutor, Caller, PushSettings, TaskContext, create_app, serve
 from .types import (
@@ -53,6 +54,3 @@ __all__ = [
     "serve",
     "types",
 ]
-
-# The one place the version is written: hatch reads it from here for the package metadata.
-__version__ = "0.2.0"

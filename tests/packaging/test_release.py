@@ -19,7 +19,7 @@ RELEASE_HEADING = re.compile(r"## \[(?P<version>\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-
 def test_the_version_lives_in_one_place() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
-    assert project["tool"]["hatch"]["version"]["path"] == "src/peerwire/__init__.py"
+    assert project["tool"]["hatch"]["version"]["path"] == "src/peerwire/_version.py"
     assert re.fullmatch(r"\d+\.\d+\.\d+", peerwire.__version__)
 
 

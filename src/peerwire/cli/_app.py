@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .. import __version__
+from .._version import __version__
 from ._exits import EXIT_CODES_HELP
 
 app = typer.Typer(

@@ -34,7 +34,7 @@ from ..protocol import TERMINAL
 from ..samples.fulfillment.inventory import InventoryAgent
 from ..samples.fulfillment.logistics import LogisticsAgent
 from ..samples.fulfillment.risk import RiskAgent
-from ..testing import live_server
+from ..server._loopback import live_server
 from ..types import Message, Task, TaskState, TaskStatusUpdateEvent, decode
 from ._exits import EXIT_OK
 from ._render import state_label

@@ -95,7 +95,7 @@ class Demo:
         # the server extra.
         from ..samples.brief import make_agent as make_brief_agent
         from ..samples.glossary import agent as glossary_agent
-        from ..testing import live_server
+        from ..server._loopback import live_server
 
         with anyio.fail_after(_DEMO_TIMEOUT_S), tempfile.TemporaryDirectory() as folder:
             stores = Path(folder)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
@@ -54,7 +54,9 @@ from .outcomes import (
 
 if TYPE_CHECKING:
     from ..client import Client
-    from .delegations import Delegations
+    from ._observe import Observer
+    from .connector import Connector
+    from .store import LedgerStore
 
 __all__ = ["Delegation"]
 
@@ -84,11 +86,32 @@ class _GaveUp(Exception):
         self.reason = reason
 
 
+class _Owner(Protocol):
+    """What a delegation needs of the scope that made it (``Delegations``), named here so that
+    this module does not import the one that imports it."""
+
+    @property
+    def store(self) -> LedgerStore: ...
+
+    @property
+    def connector(self) -> Connector: ...
+
+    @property
+    def observer(self) -> Observer: ...
+
+    @property
+    def unreachable_after(self) -> float: ...
+
+    async def register_compensation(
+        self, step: LedgerEntry, agent: str, message: str | Message, *, key: str | None = None
+    ) -> None: ...
+
+
 class Delegation:
     """A handle on one ledger entry: follow it (``result``), answer it, cancel it, register
     its undo. Get one from ``ctx.delegate``, ``Delegations.delegate`` or ``Ledger.attach``."""
 
-    def __init__(self, owner: Delegations, entry: LedgerEntry) -> None:
+    def __init__(self, owner: _Owner, entry: LedgerEntry) -> None:
         self._owner = owner
         self._entry = entry
         # One follower at a time: two awaits of result() share the same following.

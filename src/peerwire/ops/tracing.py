@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from .._version import __version__
 from ..errors import A2AError, bounded_text, wire_info, wire_message
 from ..protocol.subscription import is_finished_task_refusal
 from ..types import (
@@ -212,8 +213,6 @@ def refresh() -> bool:
     provider = trace.get_tracer_provider()
     if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return False
-    from .. import __version__
-
     textmap = propagate.get_global_textmap()
     STATE.trace, STATE.context, STATE.propagate = trace, context, propagate
     STATE.baggage = baggage

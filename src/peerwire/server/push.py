@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from .._version import __version__
 from ..compat.v03.translate import task_to_v03
 from ..compat.v03.version import PROTOCOL_VERSION as V03
 from ..ops.metrics import Metrics
@@ -175,8 +176,6 @@ class PushDeliverer:
             probe_pace=min(settings.retry_delay, settings.attempt_timeout) / 2,
             backoff=settings.backoff,
         )
-        from .. import __version__  # the package is fully imported by now
-
         self._user_agent = f"peerwire/{__version__}"
 
     # -- lifetime -------------------------------------------------------------------------
