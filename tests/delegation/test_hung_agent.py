@@ -19,8 +19,10 @@ import pytest
 from peerwire import Agent, Client, Task, TaskContext, TaskState
 from peerwire.delegation import (
     CANCEL_UNCONFIRMED,
+    Call,
     DelegationHub,
     EntryStatus,
+    Failed,
     LedgerEntry,
     MemoryLedgerStore,
     Outcome,
@@ -30,7 +32,7 @@ from peerwire.delegation import (
 from peerwire.delegation.entries import unsettled
 from peerwire.testing import live_server
 
-from ._peers import remote_state, wait_for
+from ._peers import PeerAgent, remote_state, wait_for
 from .test_restart import serving
 
 DEADLINE = 2.0
@@ -172,3 +174,34 @@ async def test_a_deadline_holds_within_its_grace_against_a_stopped_agent(
     assert "did not reach" in outcome.reason
     assert took < RETURNED_WITHIN, took
     check_balanced(final, tmp_path / "effects.log", "a")
+
+
+async def test_cancel_rest_reacts_while_another_send_hangs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fan-out: one call to the stopped agent (its send hangs), one that fails at once at a
+    live peer. The failure cancels the hung call without waiting for its send (the group's
+    deadline is far off); that cancel is bounded too."""
+    failing = PeerAgent("Failing peer")
+    async with live_server(failing.agent) as failing_url:
+
+        async def fan_out(ctx: TaskContext, url: str, pause: Pause) -> Outcome:
+            await pause("")
+            outcomes = await ctx.delegate_all(
+                [
+                    Call(url, "book b", key="book-b", compensate=Undo(url, "release b")),
+                    Call(failing_url, "fail x", key="fail-x"),
+                ],
+                deadline=120,
+                on_failure="cancel_rest",
+            )
+            assert isinstance(outcomes[1], Failed), outcomes[1]
+            return outcomes[0]
+
+        outcome, took, final = await run_against_stopped_peer(
+            tmp_path, monkeypatch, fan_out, booking="book-b"
+        )
+    assert isinstance(outcome, Failed) and outcome.cause == "unreachable", outcome
+    assert "did not reach" in outcome.reason
+    assert took < RETURNED_WITHIN, took
+    check_balanced(final, tmp_path / "effects.log", "b")

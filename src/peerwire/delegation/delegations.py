@@ -209,8 +209,9 @@ class Delegations:
                     start=False,
                 )
             )
-        # Sent at once (each intent, and each undo, recorded first, above).
-        await asyncio.gather(*(handle.start() for handle in handles))
+        # Sent at once (each intent, and each undo, recorded first, above), each followed as
+        # soon as its own send returns: a call that fails early cancels the rest even while
+        # another's send hangs.
         with self.observer.span("delegation.fan_out", scope=self.scope, calls=str(len(calls))):
             return await _fan_out(handles, on_failure)
 
@@ -544,14 +545,18 @@ async def _fan_out(handles: list[Delegation], on_failure: OnFailure) -> list[Out
         for run in runs:
             run.cancel()
         await asyncio.wait(runs)
-    outcomes: list[Outcome] = []
-    for handle, run in zip(handles, runs, strict=True):
-        if run.cancelled():
-            assert failure is not None
-            outcomes.append(await handle.cancel(f"canceled because {failure.describe()}"))
-        else:
-            outcomes.append(run.result())
-    return outcomes
+    # The calls cut short canceled all at once (each cancel bounded by ``cancel_within``).
+    cancels: dict[str, asyncio.Future[Outcome]] = {}
+    cut = [handle for handle, run in zip(handles, runs, strict=True) if run.cancelled()]
+    if cut:
+        assert failure is not None
+        why = f"canceled because {failure.describe()}"
+        cancels = {handle.key: asyncio.ensure_future(handle.cancel(why)) for handle in cut}
+        await asyncio.wait(cancels.values())
+    return [
+        cancels[handle.key].result() if run.cancelled() else run.result()
+        for handle, run in zip(handles, runs, strict=True)
+    ]
 
 
 def _may_have_acted(step: LedgerEntry) -> bool:
