@@ -23,6 +23,7 @@ from peerwire.delegation import (
     DelegationHub,
     EntryStatus,
     Failed,
+    Ledger,
     LedgerEntry,
     MemoryLedgerStore,
     Outcome,
@@ -32,6 +33,7 @@ from peerwire.delegation import (
 from peerwire.delegation.entries import unsettled
 from peerwire.testing import live_server
 
+from ._garbage import unused_port
 from ._peers import PeerAgent, remote_state, wait_for
 from .test_restart import serving
 
@@ -205,3 +207,24 @@ async def test_cancel_rest_reacts_while_another_send_hangs(
     assert "did not reach" in outcome.reason
     assert took < RETURNED_WITHIN, took
     check_balanced(final, tmp_path / "effects.log", "b")
+
+
+async def test_a_lookup_that_cannot_be_made_is_not_taken_for_no_task() -> None:
+    """An intent whose sends got no answer (a port nobody listens on): canceling it must ask
+    the agent whether a send made a task; when that cannot be asked, the step is left open
+    and flagged (once it counted as 'no task' and was recorded canceled), and its undo is
+    held, not run."""
+    dead_url = f"http://127.0.0.1:{unused_port()}"
+    async with Ledger("memory", scope="job", cancel_within=GRACE) as ledger:
+        d = await ledger.delegate(
+            dead_url, "book z", key="book-z", compensate=Undo(dead_url, "release z")
+        )
+        assert d.entry.status is EntryStatus.INTENT and d.entry.attempts > 0
+        outcome = await d.cancel("the job gave up")
+        assert isinstance(outcome, Failed) and outcome.cause == "unreachable", outcome
+        assert "could not be asked" in outcome.reason
+        entry = d.entry
+        assert entry.status is EntryStatus.INTENT and entry.cancel_unconfirmed, entry
+        assert await ledger.compensate("the job gave up") == []
+        (undo,) = await ledger.entries(kind="compensation")
+        assert undo.status is EntryStatus.REGISTERED, undo
