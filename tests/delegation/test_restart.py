@@ -18,7 +18,13 @@ import httpx
 import pytest
 
 from peerwire import Agent, Client, Task, TaskContext, TaskState
-from peerwire.delegation import DelegationHub, EntryStatus, MemoryLedgerStore, SQLiteLedgerStore
+from peerwire.delegation import (
+    CANCEL_UNCONFIRMED,
+    DelegationHub,
+    EntryStatus,
+    MemoryLedgerStore,
+    SQLiteLedgerStore,
+)
 from peerwire.testing import live_server
 
 from ._garbage import unused_port
@@ -158,4 +164,5 @@ async def test_a_peer_killed_mid_delegation_leaves_an_explained_entry(tmp_path: 
     assert (end.kind, end.status) == ("end", EntryStatus.CANCELED)
     assert entry.status is EntryStatus.OPEN and entry.remote_task_id == remote[0]
     assert "the cancel did not reach" in entry.reason
-    assert entry.cause == "unreachable"
+    # Left open and flagged: the hub keeps canceling it (its agent never confirmed).
+    assert entry.cause == CANCEL_UNCONFIRMED and entry.cancel_unconfirmed

@@ -9,7 +9,7 @@ the compensations steps registered when the parent does not complete. Outside a 
 from .connector import Connect, Connector
 from .delegation import Delegation, outcome_of
 from .delegations import Call, Delegations, OnFailure, Undo, describe_entry
-from .entries import OPEN_STATUSES, EntryKind, EntryStatus, Follow, LedgerEntry
+from .entries import CANCEL_UNCONFIRMED, OPEN_STATUSES, EntryKind, EntryStatus, Follow, LedgerEntry
 from .errors import DelegationConflictError, DelegationError, DelegationNotFoundError
 from .hub import DelegationHub
 from .ledger import DEFAULT_LEDGER, Ledger, open_ledger_store
@@ -28,6 +28,7 @@ from .sqlite import SQLiteLedgerStore
 from .store import LedgerStore
 
 __all__ = [
+    "CANCEL_UNCONFIRMED",
     "DEFAULT_LEDGER",
     "OPEN_STATUSES",
     "Call",

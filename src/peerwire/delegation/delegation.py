@@ -39,7 +39,7 @@ from ..types import (
     decode,
     encode,
 )
-from .entries import EntryStatus, LedgerEntry, drawn_context
+from .entries import CANCEL_UNCONFIRMED, EntryStatus, LedgerEntry, drawn_context
 from .errors import DelegationError
 from .outcomes import (
     Canceled,
@@ -102,9 +102,16 @@ class _Owner(Protocol):
     @property
     def unreachable_after(self) -> float: ...
 
+    @property
+    def cancel_within(self) -> float: ...
+
     async def register_compensation(
         self, step: LedgerEntry, agent: str, message: str | Message, *, key: str | None = None
     ) -> None: ...
+
+
+class _LookupFailed(Exception):
+    """The agent could not be asked whether an earlier send made a task (``_look_for_sent``)."""
 
 
 class Delegation:
@@ -233,7 +240,10 @@ class Delegation:
         """Send the recorded message (or find the task an earlier send made)."""
         entry = self._entry
         if entry.attempts > 0:
-            found = await self._look_for_sent()
+            try:
+                found = await self._look_for_sent()
+            except _LookupFailed:
+                found = None  # an agent that cannot list: the resend (same messageId) is all
             if found is not None:
                 await self._note(found)
                 return
@@ -279,13 +289,17 @@ class Delegation:
 
     async def _look_for_sent(self) -> Task | None:
         """The task an earlier send of this entry's message made, if the agent lists it: by
-        the context chosen for it, and the message id in its history."""
+        the context chosen for it, and the message id in its history. ``None``: the agent
+        answered and has none; ``_LookupFailed``: the agent could not be asked (not the same:
+        a task may be there)."""
         entry = self._entry
         try:
             client = await self._client()
             tasks = await client.list_tasks(context_id=entry.context_id, history_length=20)
-        except (A2AError, ClientError, OSError):
-            return None  # an agent that cannot list: the resend (same messageId) is all
+        except (A2AError, ClientError, OSError) as exc:
+            if isinstance(exc, _DROPS):
+                await self._owner.connector.forget(entry.agent)
+            raise _LookupFailed(_text(exc)) from exc
         for task in tasks:
             if any(m.message_id == entry.message_id for m in task.history):
                 return task
@@ -419,16 +433,39 @@ class Delegation:
         return await self._cancel(reason)
 
     async def _cancel(self, reason: str) -> Outcome:
+        """Cancel, bounded by ``cancel_within`` (the grace a deadline allows for its cancel):
+        a cancel the agent does not confirm in that time leaves the entry open, flagged
+        ``CANCEL_UNCONFIRMED`` (never canceled on a guess)."""
         settled = outcome_of(self._entry)
         if settled is not None and not self._entry.stalled:
             return settled
+        within = self._owner.cancel_within
+        try:
+            async with asyncio.timeout(within) as limit:
+                return await self._ask_cancel(reason)
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            return await self._cancel_unconfirmed(reason, f"no answer within {within:g} s")
+        except _LookupFailed as exc:
+            return await self._cancel_unconfirmed(
+                reason, f"whether the message made a task could not be asked ({exc})"
+            )
+
+    async def _ask_cancel(self, reason: str) -> Outcome:
         entry = self._entry
         if not entry.remote_task_id:
             found = await self._look_for_sent() if entry.attempts else None
+            if found is None and entry.attempts and entry.cancel_unconfirmed:
+                # The agent did not answer before: a send it had queued meanwhile may be
+                # taken only now it answers again. One more look, a moment later.
+                await asyncio.sleep(self._owner.cancel_within / 2)
+                found = await self._look_for_sent()
             if found is None:
                 await self._settle(
                     EntryStatus.CANCELED,
                     f"{reason} (before the agent was known to have a task for it)",
+                    cause="",
                 )
                 return self._final_outcome()
             await self._note(found)
@@ -442,7 +479,7 @@ class Delegation:
             try:
                 task = await (await self._client()).get_task(self._entry.remote_task_id)
             except (A2AError, ClientError) as exc:
-                return await self._cancel_failed(reason, exc)
+                return await self._cancel_unconfirmed(reason, _text(exc))
         except TaskNotFoundError as exc:
             await self._settle(
                 EntryStatus.FAILED,
@@ -452,21 +489,32 @@ class Delegation:
             )
             return self._final_outcome()
         except (A2AError, ClientError) as exc:
-            return await self._cancel_failed(reason, exc)
+            if isinstance(exc, _DROPS):
+                await self._owner.connector.forget(entry.agent)
+            return await self._cancel_unconfirmed(reason, _text(exc))
         await self._note(task, reason=reason)
         self._owner.observer.count("canceled")
         if not self._settled():
             # The agent accepted the cancel but the task is not canceled yet (it may be
             # winding down): recorded as asked for; following it shows how it ended.
             await self._update(
-                reason=f"{reason}: cancel requested, remote still {task.status.state.name}"
+                reason=f"{reason}: cancel requested, remote still {task.status.state.name}",
+                cause="",
             )
             return Canceled(self.key, self.agent, self.remote_task_id, self._entry.reason, task)
         return self._final_outcome()
 
-    async def _cancel_failed(self, reason: str, exc: BaseException) -> Outcome:
-        text = f"{reason}: the cancel did not reach {self.agent}: {_text(exc)}"
-        await self._update(reason=text, cause="unreachable")
+    async def _cancel_unconfirmed(self, reason: str, why: str) -> Outcome:
+        """The entry stays as it is (open), flagged: the hub keeps canceling it."""
+        text = f"{reason}: the cancel did not reach {self.agent}: {why}"
+        # Written only over the status it was read with: a follower that saw the task end
+        # meanwhile recorded how it ended, and that stands.
+        while not await self._update(
+            status=self._entry.status, reason=text, cause=CANCEL_UNCONFIRMED
+        ):
+            settled = outcome_of(self._entry)
+            if settled is not None and not self._entry.stalled:
+                return settled
         return Failed(self.key, self.agent, self.remote_task_id, text, "unreachable")
 
     async def _time_out(self, why: str | None = None) -> Outcome:

@@ -23,6 +23,7 @@ from ._observe import Observer
 from .connector import Connector
 from .delegation import Delegation, outcome_of
 from .entries import (
+    CANCEL_UNCONFIRMED,
     END_KEY,
     OPEN_STATUSES,
     PENDING_UNDO_STATUSES,
@@ -83,7 +84,10 @@ class Call:
 class Delegations:
     """The delegations of one scope, over a ledger store and a connector.
 
-    ``cancel_within`` bounds a ``cancel_open`` (all at once); ``unreachable_after`` is how long
+    ``cancel_within`` bounds every cancel (each of a ``cancel_open``'s, all at once; the one
+    a deadline makes: its grace, so ``result()`` returns within deadline + ``cancel_within``;
+    a cancel not confirmed in that time leaves the step open, ``CANCEL_UNCONFIRMED``);
+    ``unreachable_after`` is how long
     following a task may keep failing before ``result()`` gives up (``Failed``, the entry left
     open); a compensation runs at most ``compensation_attempts`` times, ``compensation_backoff``
     seconds apart at first (doubling), each run within ``compensation_timeout``.
@@ -205,8 +209,9 @@ class Delegations:
                     start=False,
                 )
             )
-        # Sent at once (each intent, and each undo, recorded first, above).
-        await asyncio.gather(*(handle.start() for handle in handles))
+        # Sent at once (each intent, and each undo, recorded first, above), each followed as
+        # soon as its own send returns: a call that fails early cancels the rest even while
+        # another's send hangs.
         with self.observer.span("delegation.fan_out", scope=self.scope, calls=str(len(calls))):
             return await _fan_out(handles, on_failure)
 
@@ -243,30 +248,28 @@ class Delegations:
     # -- canceling --------------------------------------------------------------------------
 
     async def cancel_open(self, reason: str = "canceled by the caller") -> list[Outcome]:
-        """Cancel every open step at its agent, all at once, within ``cancel_within``; the
-        outcomes (a cancel not answered in time is recorded as such, the entry left open)."""
+        """Cancel every open step at its agent, all at once, each within ``cancel_within``;
+        the outcomes (a cancel not confirmed in time leaves its entry open, flagged
+        ``CANCEL_UNCONFIRMED``)."""
         handles = await self.open()
         if not handles:
             return []
         with self.observer.span("delegation.cancel_open", scope=self.scope):
+            # Each cancel bounds itself (``Delegation.cancel``): none is cut off mid-write.
             cancels = [asyncio.ensure_future(h.cancel(reason)) for h in handles]
-            done, late = await asyncio.wait(cancels, timeout=self.cancel_within)
-            for cancel in late:
-                cancel.cancel()
             await asyncio.wait(cancels)
         outcomes: list[Outcome] = []
         for handle, cancel in zip(handles, cancels, strict=True):
-            if cancel in done and cancel.exception() is None:
+            failure = cancel.exception()
+            if failure is None:
                 outcomes.append(cancel.result())
                 continue
-            failure = cancel.exception() if cancel in done else None
-            why = (
-                f"{reason}: the cancel failed: {type(failure).__name__}: {failure}"
-                if failure is not None
-                else f"{reason}: the cancel was not answered within {self.cancel_within:g} s"
-            )
+            why = f"{reason}: the cancel failed: {type(failure).__name__}: {failure}"
             try:
-                await handle._update(reason=why)
+                # Over the status it was read with: an end recorded meanwhile stands.
+                await handle._update(
+                    status=handle.entry.status, reason=why, cause=CANCEL_UNCONFIRMED
+                )
             finally:
                 outcomes.append(
                     Failed(handle.key, handle.agent, handle.remote_task_id, why, "unreachable")
@@ -350,6 +353,11 @@ class Delegations:
                 continue
             if entry.status is EntryStatus.REGISTERED:
                 step = steps.get(entry.compensates)
+                if step is not None and step.cancel_unconfirmed:
+                    # Whether it acted is not known yet, and an undo run now could overtake
+                    # it (the agent resuming, the booking landing after the undo): it is
+                    # decided once the hub's cancel is confirmed.
+                    continue
                 if step is not None and _may_have_acted(step):
                     wanted = entry.replace(
                         status=EntryStatus.DUE, reason=reason, updated_at=time.time()
@@ -537,14 +545,18 @@ async def _fan_out(handles: list[Delegation], on_failure: OnFailure) -> list[Out
         for run in runs:
             run.cancel()
         await asyncio.wait(runs)
-    outcomes: list[Outcome] = []
-    for handle, run in zip(handles, runs, strict=True):
-        if run.cancelled():
-            assert failure is not None
-            outcomes.append(await handle.cancel(f"canceled because {failure.describe()}"))
-        else:
-            outcomes.append(run.result())
-    return outcomes
+    # The calls cut short canceled all at once (each cancel bounded by ``cancel_within``).
+    cancels: dict[str, asyncio.Future[Outcome]] = {}
+    cut = [handle for handle, run in zip(handles, runs, strict=True) if run.cancelled()]
+    if cut:
+        assert failure is not None
+        why = f"canceled because {failure.describe()}"
+        cancels = {handle.key: asyncio.ensure_future(handle.cancel(why)) for handle in cut}
+        await asyncio.wait(cancels.values())
+    return [
+        cancels[handle.key].result() if run.cancelled() else run.result()
+        for handle, run in zip(handles, runs, strict=True)
+    ]
 
 
 def _may_have_acted(step: LedgerEntry) -> bool:

@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import Literal
 
 __all__ = [
+    "CANCEL_UNCONFIRMED",
     "END_KEY",
     "OPEN_STATUSES",
     "PENDING_UNDO_STATUSES",
@@ -38,6 +39,13 @@ the parent ended, written once, by whichever of complete / fail / cancel comes f
 
 END_KEY = ""
 """The key of a scope's ``end`` row (no step can have it: a step's key is never empty)."""
+
+CANCEL_UNCONFIRMED = "cancel_unconfirmed"
+"""The ``cause`` of a step left open (``intent`` or ``open``) by a cancel the agent did not
+confirm within ``cancel_within`` (no answer, an error, or its task could not be looked for):
+nobody knows whether the step acted, so it is never recorded canceled on a guess. The hub
+keeps canceling it in the background; its undo waits (``registered``) until the agent says
+how the step ended."""
 
 
 class EntryStatus(StrEnum):
@@ -162,6 +170,11 @@ class LedgerEntry:
     @property
     def is_open(self) -> bool:
         return self.status in OPEN_STATUSES
+
+    @property
+    def cancel_unconfirmed(self) -> bool:
+        """Whether a cancel was asked and not confirmed (``CANCEL_UNCONFIRMED``)."""
+        return self.is_open and self.cause == CANCEL_UNCONFIRMED
 
     @property
     def stalled(self) -> bool:

@@ -2,11 +2,13 @@
 
 One ``Delegations`` per parent task (its scope is the task's id), made when the handler first
 delegates. When a task ends, the runner calls ``task_ended`` before recording the final
-state: the task's open delegations are canceled at their agents (all at once, bounded by
-``cancel_within``), and unless it completed, the compensations its steps registered become
-due and run in the background, newest first, retried with backoff; those that keep failing
-land in the dead-letter list. After a restart, ``recover`` finishes what a dead process left:
-open delegations of tasks that ended, compensations due or half run.
+state: the task's open delegations are canceled at their agents (all at once, each bounded by
+``cancel_within``; one its agent does not confirm stays open, flagged ``CANCEL_UNCONFIRMED``,
+and is canceled again in the background until the agent answers), and unless it completed,
+the compensations its steps registered become due and run in the background, newest first,
+retried with backoff; those that keep failing land in the dead-letter list. After a restart,
+``recover`` finishes what a dead process left: open delegations of tasks that ended,
+compensations due or half run.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ log = logging.getLogger("peerwire.delegation")
 
 ParentState = Callable[[str, str], Awaitable[TaskState | None]]
 """The state of a parent task, from ``(tenant, task_id)`` (``None``: no such task)."""
+
+# The longest wait between two cancels of a step its agent did not confirm.
+_CONFIRM_MAX_S = 30.0
 
 # The statuses an unsettled entry can have (``unsettled`` tells steps and undos apart).
 _UNFINISHED = OPEN_STATUSES | PENDING_UNDO_STATUSES | {EntryStatus.REGISTERED}
@@ -126,11 +131,31 @@ class DelegationHub:
     async def _settle(self, scope: Delegations, state: TaskState) -> None:
         name = state.name.lower()
         await scope.cancel_open(f"the parent task {scope.scope} ended {name}")
+        unconfirmed = await _unconfirmed(scope)
         if state is TaskState.COMPLETED:
             await scope.discard_compensations("the parent task completed")
+            if unconfirmed:
+                self._spawn(self._confirm_cancels(scope, state), scope.scope)
             return
-        if await scope.mark_compensations_due(f"the parent task ended {name}"):
-            self._spawn(scope.compensate(f"the parent task ended {name}"), scope.scope)
+        if await scope.mark_compensations_due(f"the parent task ended {name}") or unconfirmed:
+            self._spawn(self._confirm_cancels(scope, state), scope.scope)
+
+    async def _confirm_cancels(self, scope: Delegations, state: TaskState) -> None:
+        """After the parent ended: run the undos due, then keep canceling the steps whose
+        cancel the agent did not confirm (backoff up to ``_CONFIRM_MAX_S``) until it answers,
+        running each such step's undo once its end is known and it may have acted. Stops
+        with ``close``; the next start's ``recover`` goes on."""
+        name = state.name.lower()
+        compensating = state is not TaskState.COMPLETED
+        if compensating:
+            await scope.compensate(f"the parent task ended {name}")
+        delay = scope.cancel_within
+        while await _unconfirmed(scope):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _CONFIRM_MAX_S)
+            await scope.cancel_open(f"the parent task {scope.scope} ended {name}")
+            if compensating:
+                await scope.compensate(f"the parent task ended {name}")
 
     def _spawn(self, work: Coroutine[Any, Any, object], scope: str) -> None:
         async def run() -> None:
@@ -170,3 +195,7 @@ class DelegationHub:
                 await self._settle(scope, decided)
             except Exception:
                 log.exception("peerwire: delegations of task %s not recovered", task_id)
+
+
+async def _unconfirmed(scope: Delegations) -> bool:
+    return any(handle.entry.cancel_unconfirmed for handle in await scope.open())
