@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from ..client import CardCache, Client, TransportSettings
+from ..client.auth import Credentials
 from ..errors import PeerwireError
 from ..types import (
     AgentCard,
@@ -117,6 +118,10 @@ class InspectorSession:
             pinned_keys = _pasted_keys(pinned_keys)
         async with self._connecting:
             await self._close_clients()
+            if self.credentials.follow(url):
+                # Typed for another agent: a stranger's card naming its schemes alike must
+                # not receive them.
+                self._publish({"type": "credentials", "credentials": {}})
             self.url, self.card, self.card_view = url, None, None
             self.pinned_keys = pinned_keys
             await self._refresh_card()
@@ -176,7 +181,7 @@ class InspectorSession:
             if client is not None:
                 return client
             http = self._http_client(binding)
-            credentials = self.credentials.credentials()
+            credentials = self._credentials_for(binding)
             transport = None
             if binding == Binding.GRPC:
                 transport = self._grpc_transport(http)
@@ -195,8 +200,29 @@ class InspectorSession:
                 if transport is not None:
                     await transport.aclose()
                 raise
+            grpc = binding == Binding.GRPC
+            if credentials is not None and not self.credentials.may_go_to(
+                client.interface.url, grpc=grpc
+            ):
+                # The card the client read names another interface than the one shown.
+                await _quietly(client.aclose())
+                raise InspectorError(
+                    f"the {binding} interface is at {client.interface.url}, not at the agent "
+                    "the credentials were given for: they are not sent there"
+                )
             self._clients[binding] = client
             return client
+
+    def _credentials_for(self, binding: str) -> Credentials | None:
+        """The credentials, if the card's interface for ``binding`` is at the agent they
+        were typed for (never another origin, whatever its schemes are named)."""
+        if not self.credentials.may_go_to(self.url):
+            return None
+        interface = _first(self.card.supported_interfaces, binding) if self.card else None
+        grpc = binding == Binding.GRPC
+        if interface is not None and not self.credentials.may_go_to(interface.url, grpc=grpc):
+            return None
+        return self.credentials.credentials()
 
     def _grpc_transport(self, http: httpx.AsyncClient) -> RecordingGrpcTransport:
         """peerwire's gRPC transport for the card's first gRPC interface, recorded."""
@@ -218,7 +244,7 @@ class InspectorSession:
                 factory = create_transport
         except ImportError as exc:
             raise InspectorError(f"gRPC is not installed here (peerwire[grpc]): {exc}") from None
-        credentials = self.credentials.credentials()
+        credentials = self._credentials_for(Binding.GRPC)
         settings = TransportSettings(
             http=http,
             timeout=self.timeout,
@@ -244,7 +270,7 @@ class InspectorSession:
         from .credentials import CredentialError
 
         try:
-            self.credentials.set(scheme, fields, http=self._auth_http)
+            self.credentials.set(scheme, fields, agent_url=self.url, http=self._auth_http)
         except CredentialError as exc:
             raise InspectorError(f"credential for {scheme}: {exc}") from None
         return await self._credentials_changed()
@@ -477,9 +503,8 @@ class InspectorSession:
     async def self_check(self) -> dict[str, Any]:
         if not self.url:
             raise InspectorError("connect to an agent first (type its URL)")
-        report = await run_self_check(
-            self.url, credentials=self.credentials.as_list(), timeout=min(self.timeout, 10.0)
-        )
+        given = self.credentials.as_list() if self.credentials.may_go_to(self.url) else []
+        report = await run_self_check(self.url, credentials=given, timeout=min(self.timeout, 10.0))
         result: dict[str, Any] = report.to_json()
         return result
 
