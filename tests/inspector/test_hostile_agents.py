@@ -1,16 +1,20 @@
 """The inspector pointed at agents that mean harm: a stranger whose card names its API-key
-scheme as the user's own agent does (it never receives the key typed for that agent)."""
+scheme as the user's own agent does (it never receives the key typed for that agent), a
+card too large to hold, and one dripped a byte a second (both stop early, in words, while
+the backend answers other calls)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
 import pytest_asyncio
 
 from peerwire import Agent
+from peerwire.inspect import serve_inspector
 from peerwire.security import Principal, RequestCredentials
 from peerwire.testing import live_server
 from peerwire.types import (
@@ -123,3 +127,124 @@ async def test_a_credential_needs_an_agent_to_be_for(inspector: httpx.AsyncClien
         json={"scheme": "key", "credential": {"kind": "apiKey", "key": "k"}},
     )
     assert answer.status_code == 400 and "connect to an agent" in answer.json()["error"]
+
+
+class RawAgent:
+    """An HTTP server on loopback that answers every request as ``answer`` writes it (raw
+    bytes on the socket), counting what it wrote and whether the reader went away."""
+
+    def __init__(self, answer: Callable[[RawAgent, asyncio.StreamWriter], Awaitable[None]]):
+        self._answer = answer
+        self.written = 0
+        self.requests = 0
+        self.gone = asyncio.Event()
+        self.began = asyncio.Event()
+        self._writers: set[asyncio.StreamWriter] = set()
+        self.url = ""
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> RawAgent:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in self._writers:
+            writer.close()
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            self.requests += 1
+            await self._answer(self, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            self.gone.set()
+        finally:
+            writer.close()
+
+    async def write(self, writer: asyncio.StreamWriter, data: bytes) -> None:
+        writer.write(data)
+        await writer.drain()
+        self.written += len(data)
+        self.began.set()
+
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+HUGE_BYTES = 64 * 1024 * 1024
+
+
+async def huge_card(agent: RawAgent, writer: asyncio.StreamWriter) -> None:
+    """64 MiB of one JSON string, streamed without a length."""
+    await agent.write(writer, HEAD + b'{"name": "')
+    chunk = b"x" * 65536
+    while agent.written < HUGE_BYTES:
+        await agent.write(writer, chunk)
+    await agent.write(writer, b'"}')
+
+
+async def dripped_card(agent: RawAgent, writer: asyncio.StreamWriter) -> None:
+    """A card a byte a second: each read arrives in time, the whole never does."""
+    await agent.write(writer, HEAD)
+    agent.began.clear()
+    for byte in b'{"name": "' + b"x" * 600:
+        await agent.write(writer, bytes([byte]))
+        await asyncio.sleep(1.0)
+
+
+async def test_a_huge_card_is_refused_once_past_the_clients_limit(
+    inspector: httpx.AsyncClient,
+) -> None:
+    async with RawAgent(huge_card) as agent:
+        answer = await inspector.post("/api/connect", json={"url": agent.url})
+        assert answer.status_code == 502, answer.text
+        assert "larger than" in answer.json()["error"], answer.text
+        await asyncio.wait_for(agent.gone.wait(), 10)
+        # Stopped early: the limit (16 MiB) and what the sockets buffer, not the 64 MiB.
+        assert agent.written < HUGE_BYTES // 2, agent.written
+
+
+async def test_a_dripped_card_ends_at_the_timeout_and_blocks_no_other_call() -> None:
+    async with (
+        RawAgent(dripped_card) as agent,
+        serve_inspector(timeout=2.0) as page,
+        httpx.AsyncClient(base_url=page, timeout=30.0) as http,
+    ):
+        connecting = asyncio.create_task(http.post("/api/connect", json={"url": agent.url}))
+        await asyncio.wait_for(agent.began.wait(), 10)  # the drip has begun
+        # Calls that take the session's lock are answered while the card drips.
+        other = await http.delete("/api/credentials/key")
+        assert other.status_code == 200 and not connecting.done()
+        answer = await asyncio.wait_for(connecting, 20)  # liveness: the drip lasts 10 min
+        assert answer.status_code == 502, answer.text
+        assert "within 2 s" in answer.json()["error"], answer.text
+        assert agent.written - len(HEAD) < 10, "the card was dropped at the timeout, not read on"
+
+
+async def test_a_redirect_to_another_origin_is_not_followed(
+    inspector: httpx.AsyncClient,
+) -> None:
+    async def real_card(agent: RawAgent, writer: asyncio.StreamWriter) -> None:
+        await agent.write(writer, HEAD + b'{"name": "internal"}')
+
+    async with RawAgent(real_card) as internal:
+
+        async def redirect(agent: RawAgent, writer: asyncio.StreamWriter) -> None:
+            location = f"{internal.url}/.well-known/agent-card.json".encode()
+            await agent.write(
+                writer,
+                b"HTTP/1.1 302 Found\r\nLocation: " + location + b"\r\n"
+                b"Content-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+
+        async with RawAgent(redirect) as agent:
+            answer = await inspector.post("/api/connect", json={"url": agent.url})
+            assert answer.status_code == 502, answer.text
+            assert "another origin" in answer.json()["error"], answer.text
+            report = (await inspector.post("/api/selfcheck")).json()
+            fetch = next(f for f in report["findings"] if f["check"] == "card.fetch")
+            assert "another origin" in fetch["detail"], fetch
+        assert internal.requests == 0

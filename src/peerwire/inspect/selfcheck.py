@@ -106,7 +106,9 @@ async def _check(
     chosen = Credentials(*credentials) if credentials else None
     tls = chosen.ssl_context() if chosen is not None else None
     async with httpx.AsyncClient(
-        verify=tls if tls is not None else True, follow_redirects=True
+        # Redirects are followed within the origin only (``_bounded``), never by httpx.
+        verify=tls if tls is not None else True,
+        follow_redirects=False,
     ) as http:
         fetched = await fetch_card(http, card_url(url), headers, {}, timeout)
         report.extend(fetched.findings)

@@ -73,6 +73,7 @@ class InspectorSession:
         self._clients: dict[str, Client] = {}
         self._http: dict[str, httpx.AsyncClient] = {}
         self._connecting = asyncio.Lock()
+        self._connects = 0  # connects begun: only the last one's card is shown
         self._background: set[asyncio.Task[None]] = set()
         # Token requests (OAuth 2.0 client credentials) are on the wire too, as "auth"; this
         # client lives as long as the session, since the credentials holding it may.
@@ -124,18 +125,25 @@ class InspectorSession:
                 self._publish({"type": "credentials", "credentials": {}})
             self.url, self.card, self.card_view = url, None, None
             self.pinned_keys = pinned_keys
-            await self._refresh_card()
-        assert self.card_view is not None
-        return self.card_view
-
-    async def _refresh_card(self) -> None:
-        http = self._http_client("card")
+            self._connects += 1
+            this_connect = self._connects
+            # A client of its own: new credentials, closing the others, leave it be.
+            http = self._new_http("card")
+        # Fetched without the lock: a slow or dripping card holds this call only (for
+        # ``timeout`` in all), never the page's other calls.
         try:
-            view = await inspect_card(
-                http, self.url, pinned_keys=self.pinned_keys, timeout=self.timeout
-            )
+            view = await inspect_card(http, url, pinned_keys=pinned_keys, timeout=self.timeout)
         except CardFetchError as exc:
             raise InspectorError(str(exc), 502) from None
+        finally:
+            await _quietly(http.aclose())
+        async with self._connecting:
+            if this_connect != self._connects:
+                raise InspectorError(f"another agent was chosen while {url} answered", 409)
+            self._show_card(view)
+        return view
+
+    def _show_card(self, view: dict[str, Any]) -> None:
         self.card_view = view
         document = view["document"]
         if not any(p.startswith("not a valid") for p in view["problems"]):
@@ -157,20 +165,21 @@ class InspectorSession:
         client certificate when the user gave one."""
         http = self._http.get(label)
         if http is None:
-            credentials = self.credentials.credentials()
-            verify: Any = True
-            if credentials is not None and (context := credentials.ssl_context()) is not None:
-                verify = context
-            # trust_env off: a proxy from the environment would bypass the recording
-            # transport, and the page would show nothing of what was sent.
-            http = self._http[label] = httpx.AsyncClient(
-                transport=RecordingTransport(
-                    self.wire, label, httpx.AsyncHTTPTransport(verify=verify)
-                ),
-                trust_env=False,
-                timeout=self.timeout,
-            )
+            http = self._http[label] = self._new_http(label)
         return http
+
+    def _new_http(self, label: str) -> httpx.AsyncClient:
+        credentials = self.credentials.credentials()
+        verify: Any = True
+        if credentials is not None and (context := credentials.ssl_context()) is not None:
+            verify = context
+        # trust_env off: a proxy from the environment would bypass the recording
+        # transport, and the page would show nothing of what was sent.
+        return httpx.AsyncClient(
+            transport=RecordingTransport(self.wire, label, httpx.AsyncHTTPTransport(verify=verify)),
+            trust_env=False,
+            timeout=self.timeout,
+        )
 
     async def client(self, binding: str) -> Client:
         """The client for ``binding`` (connected on first use)."""
