@@ -25,6 +25,7 @@ from peerwire.types import (
 )
 
 from .agents import VAULT_KEY
+from .pages import api_client
 from .test_backend import connect, task_in, wait_for
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -211,7 +212,7 @@ async def test_a_dripped_card_ends_at_the_timeout_and_blocks_no_other_call() -> 
     async with (
         RawAgent(dripped_card) as agent,
         serve_inspector(timeout=2.0) as page,
-        httpx.AsyncClient(base_url=page, timeout=30.0) as http,
+        api_client(page, timeout=30.0) as http,
     ):
         connecting = asyncio.create_task(http.post("/api/connect", json={"url": agent.url}))
         await asyncio.wait_for(agent.began.wait(), 10)  # the drip has begun
