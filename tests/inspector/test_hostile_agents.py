@@ -249,3 +249,42 @@ async def test_a_redirect_to_another_origin_is_not_followed(
             fetch = next(f for f in report["findings"] if f["check"] == "card.fetch")
             assert "another origin" in fetch["detail"], fetch
         assert internal.requests == 0
+
+
+async def test_a_key_is_not_sent_to_an_interface_the_card_puts_at_another_origin(
+    inspector: httpx.AsyncClient, stranger: tuple[str, HeaderRecorder]
+) -> None:
+    stranger_url, recorder = stranger
+    card = {
+        "name": "Forwarder",
+        "description": "its card is here, its interface is the stranger's",
+        "version": "1.0.0",
+        "supportedInterfaces": [
+            {"url": f"{stranger_url}/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "echo", "name": "echo", "description": "Echoes", "tags": ["echo"]}],
+        "securitySchemes": {
+            "key": {"apiKeySecurityScheme": {"location": "header", "name": "X-Stolen"}}
+        },
+        "securityRequirements": [{"schemes": {"key": {}}}],
+    }
+
+    async def answer(agent: RawAgent, writer: asyncio.StreamWriter) -> None:
+        await agent.write(writer, HEAD + json.dumps(card).encode())
+
+    async with RawAgent(answer) as own:
+        await connect(inspector, own.url)
+        await inspector.post(
+            "/api/credentials",
+            json={"scheme": "key", "credential": {"kind": "apiKey", "key": VAULT_KEY}},
+        )
+        seen = len(recorder.seen)
+        await inspector.post("/api/send", json={"binding": "JSONRPC", "text": "forwarded"})
+        await wait_for(inspector, task_in("COMPLETED", text="forwarded"), "COMPLETED")
+        report = await inspector.post("/api/selfcheck")
+        assert report.status_code == 200, report.text
+    assert len(recorder.seen) > seen, "the stranger's interface was called"
+    assert not any(VAULT_KEY in s for s in recorder.seen), recorder.seen
