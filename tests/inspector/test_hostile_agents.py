@@ -288,3 +288,39 @@ async def test_a_key_is_not_sent_to_an_interface_the_card_puts_at_another_origin
         assert report.status_code == 200, report.text
     assert len(recorder.seen) > seen, "the stranger's interface was called"
     assert not any(VAULT_KEY in s for s in recorder.seen), recorder.seen
+
+
+async def test_a_client_connecting_to_a_dripping_agent_blocks_no_other_call() -> None:
+    card = {
+        "name": "Dripper",
+        "description": "answers its card at once, then a byte a second",
+        "version": "1.0.0",
+        "supportedInterfaces": [
+            {"url": "URL/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "echo", "name": "echo", "description": "Echoes", "tags": ["echo"]}],
+    }
+
+    async def answer(agent: RawAgent, writer: asyncio.StreamWriter) -> None:
+        if agent.requests == 1:  # the inspector's own fetch; the client's, after, drips
+            await agent.write(writer, HEAD + json.dumps(card).replace("URL", agent.url).encode())
+            return
+        await dripped_card(agent, writer)
+
+    async with (
+        RawAgent(answer) as agent,
+        serve_inspector(timeout=60.0) as page,
+        api_client(page, timeout=90.0) as http,
+    ):
+        await connect(http, agent.url)
+        agent.began.clear()
+        sent = await http.post("/api/send", json={"binding": "JSONRPC", "text": "hi"})
+        assert sent.status_code == 202, sent.text
+        await asyncio.wait_for(agent.began.wait(), 10)  # the client's card fetch drips
+        # A call taking the session's lock is answered long before the 60 s the client may
+        # wait (a liveness bound: held by the connecting client, it would wait them all).
+        other = await asyncio.wait_for(http.delete("/api/credentials/key"), 15)
+        assert other.status_code == 200

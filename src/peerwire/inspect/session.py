@@ -74,6 +74,7 @@ class InspectorSession:
         self._http: dict[str, httpx.AsyncClient] = {}
         self._connecting = asyncio.Lock()
         self._connects = 0  # connects begun: only the last one's card is shown
+        self._epoch = 0  # clients closed so far (the agent or the credentials changed)
         self._background: set[asyncio.Task[None]] = set()
         # Token requests (OAuth 2.0 client credentials) are on the wire too, as "auth"; this
         # client lives as long as the session, since the credentials holding it may.
@@ -191,25 +192,32 @@ class InspectorSession:
                 return client
             http = self._http_client(binding)
             credentials = self._credentials_for(binding)
-            transport = None
-            if binding == Binding.GRPC:
-                transport = self._grpc_transport(http)
-            try:
-                client = await Client.connect(
-                    self.url,
-                    bindings=(binding,),
-                    transport=transport,
-                    http_client=http,
-                    credentials=credentials,
-                    card_cache=CardCache(),
-                    timeout=self.timeout,
-                    stream_idle_timeout=None,
-                )
-            except BaseException:
-                if transport is not None:
-                    await transport.aclose()
-                raise
+            transport = self._grpc_transport(http) if binding == Binding.GRPC else None
+            epoch = self._epoch
+        # Connected without the lock (Client.connect reads the card again): an agent slow to
+        # answer holds this call only, never the page's others.
+        try:
+            client = await Client.connect(
+                self.url,
+                bindings=(binding,),
+                transport=transport,
+                http_client=http,
+                credentials=credentials,
+                card_cache=CardCache(),
+                timeout=self.timeout,
+                stream_idle_timeout=None,
+            )
+        except BaseException:
+            if transport is not None:
+                await transport.aclose()
+            raise
+        async with self._connecting:
             grpc = binding == Binding.GRPC
+            if epoch != self._epoch:
+                await _quietly(client.aclose())
+                raise InspectorError(
+                    "the agent or the credentials changed while connecting: try again", 409
+                )
             if credentials is not None and not self.credentials.may_go_to(
                 client.interface.url, grpc=grpc
             ):
@@ -219,6 +227,10 @@ class InspectorSession:
                     f"the {binding} interface is at {client.interface.url}, not at the agent "
                     "the credentials were given for: they are not sent there"
                 )
+            existing = self._clients.get(binding)
+            if existing is not None:  # another call connected it meanwhile
+                await _quietly(client.aclose())
+                return existing
             self._clients[binding] = client
             return client
 
@@ -264,6 +276,7 @@ class InspectorSession:
         return RecordingGrpcTransport(inner, self.wire)
 
     async def _close_clients(self) -> None:
+        self._epoch += 1  # a client connecting meanwhile is for what was: not kept
         clients, self._clients = self._clients, {}
         https, self._http = self._http, {}
         for client in clients.values():
