@@ -324,3 +324,21 @@ async def test_a_client_connecting_to_a_dripping_agent_blocks_no_other_call() ->
         # wait (a liveness bound: held by the connecting client, it would wait them all).
         other = await asyncio.wait_for(http.delete("/api/credentials/key"), 15)
         assert other.status_code == 200
+
+
+async def test_a_credential_given_before_the_card_is_bound_to_the_url_typed(
+    inspector: httpx.AsyncClient, vault_url: str, stranger: tuple[str, HeaderRecorder]
+) -> None:
+    held = await inspector.post(
+        "/api/credentials",
+        json={
+            "scheme": "key",
+            "credential": {"kind": "apiKey", "key": VAULT_KEY},
+            "url": vault_url,
+        },
+    )
+    assert held.json() == {"key": "apiKey"}
+    await connect(inspector, vault_url)
+    assert (await inspector.get("/api/state")).json()["credentials"] == {"key": "apiKey"}
+    await connect(inspector, stranger[0])
+    assert (await inspector.get("/api/state")).json()["credentials"] == {}

@@ -11,7 +11,7 @@ traceback):
     GET    /api/state                                everything, for a page that (re)loads
     GET    /api/events                               the event stream
     POST   /api/connect            {url, keys?}      fetch and describe the agent's card
-    POST   /api/credentials        {scheme, credential: {kind, ...}}
+    POST   /api/credentials        {scheme, credential: {kind, ...}, url?}  (url: the agent's)
     DELETE /api/credentials/{scheme}
     POST   /api/send               {binding, text, data?, file?, streaming, taskId?, contextId?}
     GET    /api/tasks              ?binding&contextId&state&page&pageSize   (ListTasks)
@@ -205,7 +205,9 @@ class InspectorApp:
             case "POST", ["connect"]:
                 return 200, await session.connect(body.get("url"), pinned_keys=body.get("keys"))
             case "POST", ["credentials"]:
-                return 200, await session.set_credential(body.get("scheme"), body.get("credential"))
+                return 200, await session.set_credential(
+                    body.get("scheme"), body.get("credential"), body.get("url")
+                )
             case "DELETE", ["credentials", scheme]:
                 return 200, await session.remove_credential(scheme)
             case "POST", ["send"]:

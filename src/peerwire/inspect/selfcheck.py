@@ -105,11 +105,12 @@ async def _check(
         return
     chosen = Credentials(*credentials) if credentials else None
     tls = chosen.ssl_context() if chosen is not None else None
-    async with httpx.AsyncClient(
-        # Redirects are followed within the origin only (``_bounded``), never by httpx.
-        verify=tls if tls is not None else True,
-        follow_redirects=False,
-    ) as http:
+    # Redirects are followed within the origin only (``_bounded``), never by httpx; an
+    # interface at another origin is probed with ``plain``: no client certificate either.
+    async with (
+        httpx.AsyncClient(verify=tls if tls is not None else True, follow_redirects=False) as http,
+        httpx.AsyncClient(follow_redirects=False) as plain,
+    ):
         fetched = await fetch_card(http, card_url(url), headers, {}, timeout)
         report.extend(fetched.findings)
         document = fetched.document
@@ -133,7 +134,7 @@ async def _check(
         auth, unusable = await _auth_for(document, chosen, headers)
         if unusable is not None:
             report.findings.append(unusable)
-        probers = _probers(url, document, http, auth, timeout, chosen)
+        probers = _probers(url, document, (http, plain), auth, timeout, chosen)
         try:
             await _probe(report, probers, document, timeout)
         finally:
@@ -171,7 +172,7 @@ async def _auth_for(
 def _probers(
     url: str,
     document: Mapping[str, Any],
-    http: httpx.AsyncClient,
+    clients: tuple[httpx.AsyncClient, httpx.AsyncClient],
     auth: ProbeAuth,
     timeout: float,
     credentials: Credentials | None,
@@ -185,6 +186,7 @@ def _probers(
             continue  # card.interfaces says why
         ours = same_agent(url, interface.url, grpc=interface.binding == Binding.GRPC)
         given, chosen = (auth, credentials) if ours else (ProbeAuth(), None)
+        http = clients[0] if ours else clients[1]
         if interface.binding == Binding.GRPC:
             grpc_prober = _grpc_prober()
             if grpc_prober is None:

@@ -129,7 +129,7 @@ class InspectorSession:
             self._connects += 1
             this_connect = self._connects
             # A client of its own: new credentials, closing the others, leave it be.
-            http = self._new_http("card")
+            http = self._new_http("card", certificate=self.credentials.may_go_to(url))
         # Fetched without the lock: a slow or dripping card holds this call only (for
         # ``timeout`` in all), never the page's other calls.
         try:
@@ -161,16 +161,16 @@ class InspectorSession:
                 and scheme.api_key_security_scheme.location == "header"
             )
 
-    def _http_client(self, label: str) -> httpx.AsyncClient:
-        """The recording HTTP client of one binding (or of the card fetch), built with the
-        client certificate when the user gave one."""
+    def _http_client(self, label: str, *, certificate: bool) -> httpx.AsyncClient:
+        """The recording HTTP client of one binding, built with the client certificate
+        when the user gave one (``certificate``: and it may go where this one goes)."""
         http = self._http.get(label)
         if http is None:
-            http = self._http[label] = self._new_http(label)
+            http = self._http[label] = self._new_http(label, certificate=certificate)
         return http
 
-    def _new_http(self, label: str) -> httpx.AsyncClient:
-        credentials = self.credentials.credentials()
+    def _new_http(self, label: str, *, certificate: bool) -> httpx.AsyncClient:
+        credentials = self.credentials.credentials() if certificate else None
         verify: Any = True
         if credentials is not None and (context := credentials.ssl_context()) is not None:
             verify = context
@@ -190,8 +190,8 @@ class InspectorSession:
             client = self._clients.get(binding)
             if client is not None:
                 return client
-            http = self._http_client(binding)
             credentials = self._credentials_for(binding)
+            http = self._http_client(binding, certificate=credentials is not None)
             transport = self._grpc_transport(http) if binding == Binding.GRPC else None
             epoch = self._epoch
         # Connected without the lock (Client.connect reads the card again): an agent slow to
@@ -286,13 +286,18 @@ class InspectorSession:
 
     # -- credentials ------------------------------------------------------------------------
 
-    async def set_credential(self, scheme: Any, fields: Any) -> dict[str, str]:
+    async def set_credential(self, scheme: Any, fields: Any, url: Any = None) -> dict[str, str]:
+        """Hold a credential for the agent at ``url`` (default: the one shown); a client
+        certificate may be given before its card can be read (the agent may want it)."""
         if not isinstance(scheme, str) or not isinstance(fields, Mapping):
             raise InspectorError("send {scheme, credential: {kind, ...}}")
+        if url is not None and not isinstance(url, str):
+            raise InspectorError("url must be text: the agent the credential is for")
         from .credentials import CredentialError
 
+        agent_url = (url or "").strip() or self.url
         try:
-            self.credentials.set(scheme, fields, agent_url=self.url, http=self._auth_http)
+            self.credentials.set(scheme, fields, agent_url=agent_url, http=self._auth_http)
         except CredentialError as exc:
             raise InspectorError(f"credential for {scheme}: {exc}") from None
         return await self._credentials_changed()

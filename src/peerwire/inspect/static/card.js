@@ -230,7 +230,9 @@ export function renderCredentials(container, view, held, onChange, onError, type
         if (input.type === "password") input.value = "";  // the page keeps no secret
       }
       try {
-        onChange(await post("/api/credentials", { scheme: scheme.name, credential }));
+        // For the agent shown, or the one typed when no card could be read yet.
+        const url = view && typeof view.url === "string" ? view.url : typedUrl;
+        onChange(await post("/api/credentials", { scheme: scheme.name, credential, url }));
       } catch (error) {
         onError(error);
       }
