@@ -14,6 +14,7 @@ from peerwire.server import PushSettings
 from peerwire.testing import live_server
 
 from .agents import parts_agent, vault_agent, vault_auth
+from .pages import api_client
 
 SHUTDOWN_GRACE_S = 1.0
 
@@ -51,6 +52,6 @@ async def inspector() -> AsyncIterator[httpx.AsyncClient]:
     """A fresh inspector, and an HTTP client pointed at it (as the page would call it)."""
     async with (
         serve_inspector(timeout=10.0) as page,
-        httpx.AsyncClient(base_url=page, timeout=15.0) as http,
+        api_client(page) as http,
     ):
         yield http

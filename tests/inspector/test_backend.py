@@ -31,6 +31,7 @@ from .agents import (
     serve_asgi,
     signed_agent,
 )
+from .pages import api_client
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -559,8 +560,8 @@ async def test_the_backend_runs_on_uvicorn_too() -> None:
     from peerwire.inspect import InspectorApp
 
     async with (
-        serve_asgi(InspectorApp(), lifespan="on") as page,
-        httpx.AsyncClient(base_url=page) as http,
+        serve_asgi(InspectorApp(token="uvicorn-token"), lifespan="on") as page,
+        api_client(f"{page}/?token=uvicorn-token") as http,
     ):
         state = await http.get("/api/state")
         assert state.status_code == 200 and state.json()["url"] == ""

@@ -10,8 +10,9 @@ import signal
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
+
+from .pages import api_client
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -43,7 +44,7 @@ async def test_peerwire_inspect_serves_the_page_with_the_agent_loaded(
             line = (await process.stdout.readline()).decode()
         assert line.startswith("peerwire inspect: open http://127.0.0.1:"), line
         page = line.split()[3]
-        async with httpx.AsyncClient(base_url=page, timeout=10.0) as http:
+        async with api_client(page, timeout=10.0) as http:
             assert "peerwire inspect" in (await http.get("/")).text
             state = (await http.get("/api/state")).json()
         assert state["url"] == glossary_url

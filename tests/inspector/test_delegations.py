@@ -16,6 +16,7 @@ from peerwire.inspect import InspectorApp, serve_inspector
 from peerwire.inspect.page_io import InspectorError
 
 from .delegating import Fulfilment, serve_fulfilment
+from .pages import api_client
 from .test_backend import connect, no_traceback, task_in, wait_for
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -39,7 +40,7 @@ async def test_a_tasks_delegations_are_grouped_per_agent_with_states_and_undo(
     async with (
         serve_fulfilment(tmp_path) as shop,
         serve_inspector(ledger=shop.ledger, timeout=10.0) as page,
-        httpx.AsyncClient(base_url=page, timeout=15.0) as http,
+        api_client(page) as http,
     ):
         assert (await http.get("/api/state")).json()["ledger"] is True
         await connect(http, shop.url)
@@ -78,7 +79,7 @@ async def test_a_task_without_delegations_has_an_empty_view(tmp_path: Path) -> N
     async with (
         serve_fulfilment(tmp_path) as shop,
         serve_inspector(ledger=shop.ledger, timeout=10.0) as page,
-        httpx.AsyncClient(base_url=page, timeout=15.0) as http,
+        api_client(page) as http,
     ):
         view = (await http.get("/api/tasks/no-such-task/delegations")).json()
     assert view == {"taskId": "no-such-task", "ended": None, "agents": [], "count": 0, "open": 0}

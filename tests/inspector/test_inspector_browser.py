@@ -115,6 +115,9 @@ async def load_card(tab: Any, url: str) -> None:
     await tab.fill("#agent-url", url)
     await tab.click("#connect")
     await expect(tab.locator("#card-name")).to_be_visible(timeout=WAIT_MS)
+    # This card's, not the one shown before it: its location names the URL.
+    location = tab.locator("#card .facts code").first
+    await expect(location).to_contain_text(url.rstrip("/"), timeout=WAIT_MS)
 
 
 async def send(tab: Any, text: str, *, streaming: bool = True) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from ._bounded import FetchRefused, bounded_send
 from ._findings import Finding, failed, passed
 from ._probes import excerpt
 
@@ -35,12 +36,27 @@ async def fetch_card(
 ) -> CardFetch:
     """``card.fetch`` and ``card.caching``: GET the card and judge the answer."""
     rule = "A2A spec §8 (discovery): the card is served at /.well-known/agent-card.json"
+    request = http.build_request(
+        "GET",
+        location,
+        headers={"Accept": "application/json", "A2A-Version": "1.0", **headers},
+        params=dict(query) or None,
+        timeout=timeout,
+    )
     try:
-        response = await http.get(
-            location,
-            headers={"Accept": "application/json", "A2A-Version": "1.0", **headers},
-            params=dict(query) or None,
-            timeout=timeout,
+        response = await bounded_send(http, request, timeout=timeout)
+    except FetchRefused as exc:
+        return CardFetch(
+            [
+                failed(
+                    "card.fetch",
+                    "error",
+                    "The agent card was refused",
+                    f"{exc}.",
+                    rule=rule,
+                )
+            ],
+            None,
         )
     except httpx.TimeoutException:
         return CardFetch(

@@ -41,6 +41,7 @@ from ..types import (
     from_builtins,
     to_builtins,
 )
+from ._bounded import FetchRefused, bounded_send, read_whole
 
 __all__ = [
     "CANONICAL_CODES",
@@ -279,10 +280,13 @@ class _HttpProber(Prober):
         return headers
 
     async def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response | Answer:
+        request = self._http.build_request(
+            method, url, params=self._auth.query or None, timeout=self._timeout, **kwargs
+        )
         try:
-            return await self._http.request(
-                method, url, params=self._auth.query or None, timeout=self._timeout, **kwargs
-            )
+            return await bounded_send(self._http, request, timeout=self._timeout)
+        except FetchRefused as exc:
+            return Answer(reached=False, summary="refused", failure=excerpt(str(exc)))
         except httpx.TimeoutException:
             return Answer(
                 reached=False,
@@ -594,15 +598,19 @@ async def _sse(
         params=prober._auth.query or None,
         timeout=prober._timeout,
     )
-    response = await http.send(request, stream=True)
+    response = await http.send(request, stream=True, follow_redirects=False)
     try:
         kind = _content_type(response)
         if kind != "text/event-stream":
-            await response.aread()
+            try:
+                whole = await read_whole(response)
+            except FetchRefused as exc:
+                yield StreamItem("invalid", note=str(exc))
+                return
             answer = (
-                _rest_answer(response)
+                _rest_answer(whole)
                 if isinstance(prober, RestProber)
-                else _jsonrpc_answer(response, body.get("id"))
+                else _jsonrpc_answer(whole, body.get("id"))
             )
             note = f"the stream was not opened: {answer.describe()}"
             yield StreamItem("error", payload=answer.error, note=note)

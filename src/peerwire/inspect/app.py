@@ -11,7 +11,7 @@ traceback):
     GET    /api/state                                everything, for a page that (re)loads
     GET    /api/events                               the event stream
     POST   /api/connect            {url, keys?}      fetch and describe the agent's card
-    POST   /api/credentials        {scheme, credential: {kind, ...}}
+    POST   /api/credentials        {scheme, credential: {kind, ...}, url?}  (url: the agent's)
     DELETE /api/credentials/{scheme}
     POST   /api/send               {binding, text, data?, file?, streaming, taskId?, contextId?}
     GET    /api/tasks              ?binding&contextId&state&page&pageSize   (ListTasks)
@@ -26,18 +26,25 @@ traceback):
     POST   /api/selfcheck                            the self-check's report
     DELETE /api/wire                                 forget the recorded exchanges
 
-It holds credentials, so it answers only requests addressed to a loopback name or the host it
-was told to bind (a DNS-rebinding page cannot reach it by another name), refuses a request
-whose ``Origin`` is another site, and takes JSON bodies only (a form on another site cannot
-post one without the browser asking first).
+It holds credentials, so a page of another origin must make it do nothing. Every request is
+answered only when addressed to a loopback name or the host it was told to bind (``Host``: a
+DNS-rebinding page cannot reach it by another name), and refused when its ``Origin`` is
+another one or its ``Sec-Fetch-Site`` says another site sent it (an ``<img>``, a form, a
+``fetch``). Every API route, GET included, also wants the launch token (``token``: made per
+launch, carried once by the URL printed or opened, then sent by the page as
+``X-Peerwire-Token``; the event stream takes it as ``?token=``, EventSource sending no
+headers): with ``--host 0.0.0.0``, where any name is accepted, it is what stops a rebinding
+page. JSON bodies only (a form on another site cannot post one without the browser asking).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -59,6 +66,9 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 MAX_REQUEST_BYTES = 12 * 1024 * 1024  # a file to send, base64, and the rest of the message
 KEEPALIVE_S = 15.0
+TOKEN_HEADER = b"x-peerwire-token"
+# Requests a browser says came from this origin, or from no page at all (typed, a bookmark).
+_SAME_SITE = frozenset({b"same-origin", b"none"})
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _STATIC_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -93,9 +103,10 @@ class _Dispatcher:
 
 class InspectorApp:
     """The ASGI app of ``peerwire inspect``. ``allowed_hosts``: host names (besides the
-    loopback ones) that requests may be addressed to. ``ledger``: the agent's delegation
-    ledger, a store spec (``sqlite:PATH``, ``postgresql://...``: the agent's ``--store``),
-    read to show each task's delegations; ``None``: not shown."""
+    loopback ones) that requests may be addressed to. ``token``: what every API call must
+    carry (default: a new random one; the page's URL is ``...?token=`` it). ``ledger``: the
+    agent's delegation ledger, a store spec (``sqlite:PATH``, ``postgresql://...``: the
+    agent's ``--store``), read to show each task's delegations; ``None``: not shown."""
 
     def __init__(
         self,
@@ -104,7 +115,10 @@ class InspectorApp:
         timeout: float = 30.0,
         allowed_hosts: tuple[str, ...] = (),
         ledger: str | None = None,
+        token: str | None = None,
     ) -> None:
+        # Per launch: what the page was given, and a page of another origin cannot know.
+        self.token = token if token is not None else secrets.token_urlsafe(32)
         self.hub = EventHub()
         self.session = InspectorSession(self.hub.publish, timeout=timeout)
         self.initial_url = url
@@ -147,8 +161,18 @@ class InspectorApp:
             return
         path: str = scope["path"]
         method: str = scope["method"]
+        if not self._from_our_page(scope):
+            await _json(send, 403, {"error": "this inspector answers its own page only"})
+            return
         if method == "GET" and not path.startswith("/api/"):
             await self._static_file(send, path)
+            return
+        if not self._has_token(scope):
+            await _json(
+                send,
+                403,
+                {"error": "no inspector token: open the URL peerwire inspect printed (?token=)"},
+            )
             return
         if path == "/api/events" and method == "GET":
             await self._events(receive, send)
@@ -181,7 +205,9 @@ class InspectorApp:
             case "POST", ["connect"]:
                 return 200, await session.connect(body.get("url"), pinned_keys=body.get("keys"))
             case "POST", ["credentials"]:
-                return 200, await session.set_credential(body.get("scheme"), body.get("credential"))
+                return 200, await session.set_credential(
+                    body.get("scheme"), body.get("credential"), body.get("url")
+                )
             case "DELETE", ["credentials", scheme]:
                 return 200, await session.remove_credential(scheme)
             case "POST", ["send"]:
@@ -290,6 +316,25 @@ class InspectorApp:
         await send({"type": "http.response.body", "body": content})
 
     # -- guards -----------------------------------------------------------------------------
+
+    def _from_our_page(self, scope: Scope) -> bool:
+        """Not sent by a page of another site: ``Sec-Fetch-Site`` (browsers send it on
+        every request, an ``<img>`` and a form post too), except a navigation to the page
+        itself (a link to it: the page holds nothing, and its API calls carry the token)."""
+        headers = dict(scope.get("headers") or [])
+        site = headers.get(b"sec-fetch-site")
+        if site is None or site in _SAME_SITE:
+            return True
+        navigating = headers.get(b"sec-fetch-mode") == b"navigate"
+        return navigating and scope["method"] == "GET" and not scope["path"].startswith("/api/")
+
+    def _has_token(self, scope: Scope) -> bool:
+        headers = dict(scope.get("headers") or [])
+        given = headers.get(TOKEN_HEADER)
+        if given is None and scope["path"] == "/api/events":
+            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+            given = query.get("token", "").encode("latin-1", "replace")
+        return given is not None and hmac.compare_digest(given, self.token.encode())
 
     def _addressed_to_us(self, scope: Scope) -> bool:
         headers = dict(scope.get("headers") or [])

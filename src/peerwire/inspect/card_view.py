@@ -22,6 +22,7 @@ from ..compat.v03.card import card_from_v03, is_v03_card
 from ..errors import A2AError, CardSignatureError, PeerwireError
 from ..protocol import PROTOCOL_VERSION
 from ..types import AgentCard, Binding, decode
+from ._bounded import FetchRefused, bounded_send
 from .credentials import scheme_form
 
 __all__ = ["CARD_PATH", "CardFetchError", "card_location", "inspect_card"]
@@ -58,13 +59,16 @@ async def inspect_card(
 ) -> dict[str, Any]:
     """Fetch the card of the agent at ``url`` and describe it for the page."""
     location = card_location(url)
+    request = http.build_request(
+        "GET",
+        location,
+        headers={**(headers or {}), "A2A-Version": PROTOCOL_VERSION},
+        timeout=timeout,
+    )
     try:
-        response = await http.get(
-            location,
-            headers={**(headers or {}), "A2A-Version": PROTOCOL_VERSION},
-            timeout=timeout,
-            follow_redirects=True,
-        )
+        response = await bounded_send(http, request, timeout=timeout)
+    except FetchRefused as exc:
+        raise CardFetchError(f"cannot fetch the agent card: {exc}") from None
     except httpx.HTTPError as exc:
         raise CardFetchError(
             f"cannot fetch the agent card at {location}: {exc or type(exc).__name__}"

@@ -14,6 +14,11 @@ What the page can give, by the scheme's type:
   "tokenUrl" (default: the card's), "scopes": [...]}``: tokens are fetched and renewed;
 * mutual TLS: ``{"kind": "mtls", "certFile", "keyFile", "caFile", "password"}``: paths of
   PEM files on this machine, read (never copied) when the client connects.
+
+Credentials are bound to the agent they were typed for (its origin, ``bound_to``): they are
+dropped when the page switches to an agent at another origin, and never presented to an
+interface elsewhere, whatever its card names its schemes (``may_go_to``). A name such as
+``key`` is easy to guess, so a stranger's card must not receive a key typed for another.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -37,11 +43,45 @@ from ..client.auth import (
 from ..errors import PeerwireError
 from ..types import SecurityScheme
 
-__all__ = ["CredentialError", "CredentialStore", "scheme_form"]
+__all__ = ["CredentialError", "CredentialStore", "origin_of", "same_agent", "scheme_form"]
 
 
 class CredentialError(PeerwireError, ValueError):
     """What the page sent cannot be a credential (said in words the page shows)."""
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443, "grpc": 443, "grpcs": 443}
+
+
+def origin_of(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of ``url``; a gRPC target without a scheme (``host:port``) is
+    read as one. None: no host to be had."""
+    text = url.strip()
+    parts = urlsplit(text if "://" in text else f"grpc://{text}")
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    host = (parts.hostname or "").lower()
+    if not host:
+        return None
+    scheme = parts.scheme.lower()
+    return scheme, host, port if port is not None else _DEFAULT_PORTS.get(scheme, 0)
+
+
+def same_agent(agent_url: str, url: str, *, grpc: bool = False) -> bool:
+    """Whether credentials typed for the agent at ``agent_url`` may go to ``url``: an HTTP
+    URL at the very same origin; a gRPC target (``grpc``: served on a port of its own) on
+    the same host."""
+    bound = origin_of(agent_url)
+    return bound is not None and _within(bound, url, grpc)
+
+
+def _within(bound: tuple[str, str, int], url: str, grpc: bool) -> bool:
+    target = origin_of(url)
+    if target is None:
+        return False
+    return target[1] == bound[1] if grpc else target == bound
 
 
 def scheme_form(name: str, scheme: SecurityScheme) -> dict[str, Any]:
@@ -111,21 +151,51 @@ class CredentialStore:
 
     def __init__(self) -> None:
         self._held: dict[str, _Held] = {}
+        self.bound_to: tuple[str, str, int] | None = None
 
     def set(
-        self, scheme_name: str, fields: Mapping[str, Any], *, http: httpx.AsyncClient | None = None
+        self,
+        scheme_name: str,
+        fields: Mapping[str, Any],
+        *,
+        agent_url: str,
+        http: httpx.AsyncClient | None = None,
     ) -> None:
-        """Hold the credential ``fields`` describe for ``scheme_name`` (replacing any).
-        ``http`` is the client token requests go through (OAuth 2.0)."""
+        """Hold the credential ``fields`` describe for ``scheme_name`` (replacing any), for
+        the agent at ``agent_url`` only: the credentials held for an agent at another origin
+        are dropped. ``http`` is the client token requests go through (OAuth 2.0)."""
         if not scheme_name:
             raise CredentialError("name the security scheme the credential is for")
-        self._held[scheme_name] = _build(fields, http)
+        origin = origin_of(agent_url)
+        if origin is None:
+            raise CredentialError("connect to an agent first: a credential is for one agent")
+        held = _build(fields, http)
+        if origin != self.bound_to:
+            self._held.clear()
+            self.bound_to = origin
+        self._held[scheme_name] = held
+
+    def follow(self, agent_url: str) -> bool:
+        """The page now shows the agent at ``agent_url``: drop every credential typed for
+        an agent at another origin. True when some were dropped."""
+        if self.bound_to is None or origin_of(agent_url) == self.bound_to:
+            return False
+        dropped = bool(self._held)
+        self.clear()
+        return dropped
+
+    def may_go_to(self, url: str, *, grpc: bool = False) -> bool:
+        """Whether an interface at ``url`` may be given these credentials: an HTTP one at
+        the very origin they were typed for, a gRPC one (``grpc``: its own port) on the
+        same host."""
+        return self.bound_to is not None and _within(self.bound_to, url, grpc)
 
     def remove(self, scheme_name: str) -> None:
         self._held.pop(scheme_name, None)
 
     def clear(self) -> None:
         self._held.clear()
+        self.bound_to = None
 
     def credentials(self) -> Credentials | None:
         if not self._held:

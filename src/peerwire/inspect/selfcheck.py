@@ -38,6 +38,7 @@ from ._checks_stream import MAX_EVENTS, stream_findings
 from ._checks_wire import interface_findings
 from ._findings import Finding, SelfCheckReport, Severity, failed, passed
 from ._probes import Interface, JsonRpcProber, ProbeAuth, Prober, RestProber
+from .credentials import same_agent
 
 __all__ = ["MAX_EVENTS", "Finding", "SelfCheckReport", "Severity", "run_self_check"]
 
@@ -104,9 +105,12 @@ async def _check(
         return
     chosen = Credentials(*credentials) if credentials else None
     tls = chosen.ssl_context() if chosen is not None else None
-    async with httpx.AsyncClient(
-        verify=tls if tls is not None else True, follow_redirects=True
-    ) as http:
+    # Redirects are followed within the origin only (``_bounded``), never by httpx; an
+    # interface at another origin is probed with ``plain``: no client certificate either.
+    async with (
+        httpx.AsyncClient(verify=tls if tls is not None else True, follow_redirects=False) as http,
+        httpx.AsyncClient(follow_redirects=False) as plain,
+    ):
         fetched = await fetch_card(http, card_url(url), headers, {}, timeout)
         report.extend(fetched.findings)
         document = fetched.document
@@ -130,7 +134,7 @@ async def _check(
         auth, unusable = await _auth_for(document, chosen, headers)
         if unusable is not None:
             report.findings.append(unusable)
-        probers = _probers(document, http, auth, timeout, chosen)
+        probers = _probers(url, document, (http, plain), auth, timeout, chosen)
         try:
             await _probe(report, probers, document, timeout)
         finally:
@@ -166,26 +170,32 @@ async def _auth_for(
 
 
 def _probers(
+    url: str,
     document: Mapping[str, Any],
-    http: httpx.AsyncClient,
+    clients: tuple[httpx.AsyncClient, httpx.AsyncClient],
     auth: ProbeAuth,
     timeout: float,
     credentials: Credentials | None,
 ) -> list[Prober]:
-    """One prober per interface the self-check speaks: a standard binding at 1.0."""
+    """One prober per interface the self-check speaks: a standard binding at 1.0. An
+    interface elsewhere than the agent at ``url`` is probed without credentials (nor the
+    headers given): they were given for that agent, not for whoever its card names."""
     probers: list[Prober] = []
     for interface in interfaces_of(document):
         if interface.binding not in _PROBED or major_minor(interface.version) != "1.0":
             continue  # card.interfaces says why
+        ours = same_agent(url, interface.url, grpc=interface.binding == Binding.GRPC)
+        given, chosen = (auth, credentials) if ours else (ProbeAuth(), None)
+        http = clients[0] if ours else clients[1]
         if interface.binding == Binding.GRPC:
             grpc_prober = _grpc_prober()
             if grpc_prober is None:
                 continue  # reported by _probe: grpcio is not installed
-            tls = credentials.client_tls() if credentials is not None else None
-            probers.append(grpc_prober(interface, auth, timeout, tls))
+            tls = chosen.client_tls() if chosen is not None else None
+            probers.append(grpc_prober(interface, given, timeout, tls))
         elif _http_url(interface):
             cls = JsonRpcProber if interface.binding == Binding.JSONRPC else RestProber
-            probers.append(cls(interface, http, auth, timeout))
+            probers.append(cls(interface, http, given, timeout))
     return probers
 
 

@@ -38,9 +38,10 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def page_url(host: str, port: int) -> str:
+def page_url(host: str, port: int, token: str = "") -> str:
+    """The page's address; with ``token``, the one to open (it carries the launch token)."""
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    return f"http://{shown}:{port}/"
+    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
 
 
 @contextlib.asynccontextmanager
@@ -53,8 +54,9 @@ async def serve_inspector(
     ledger: str | None = None,
 ) -> AsyncIterator[str]:
     """Serve the inspector in this event loop (``port`` 0: a free one); yield the page's
-    URL. On exit every run stops and every client closes. ``ledger``: the agent's delegation
-    ledger (a store spec), to show each task's delegations."""
+    URL (carrying the launch token: ``?token=``, which API calls send as
+    ``X-Peerwire-Token``). On exit every run stops and every client closes. ``ledger``:
+    the agent's delegation ledger (a store spec), to show each task's delegations."""
     app = InspectorApp(url=url, timeout=timeout, allowed_hosts=(host,), ledger=ledger)
     sock = _bind(host, port)
     server = HTTPServer(app, connection_grace=2.0)
@@ -70,7 +72,7 @@ async def serve_inspector(
         if started not in done:
             started.cancel()
             raise RuntimeError("the inspector did not start in time")
-        yield page_url(host, sock.getsockname()[1])
+        yield page_url(host, sock.getsockname()[1], app.token)
     finally:
         server.request_exit()
         try:
@@ -95,7 +97,7 @@ def run_inspector(
     ``ledger``: the agent's delegation ledger (a store spec), to show tasks' delegations."""
     app = InspectorApp(url=url, timeout=timeout, allowed_hosts=(host,), ledger=ledger)
     sock = _bind(host, port)
-    address = page_url(host, sock.getsockname()[1])
+    address = page_url(host, sock.getsockname()[1], app.token)
     if announce:
         print(
             f"peerwire inspect: open {address}" + (f" (inspecting {url})" if url else ""),

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from ..client import CardCache, Client, TransportSettings
+from ..client.auth import Credentials
 from ..errors import PeerwireError
 from ..types import (
     AgentCard,
@@ -72,6 +73,8 @@ class InspectorSession:
         self._clients: dict[str, Client] = {}
         self._http: dict[str, httpx.AsyncClient] = {}
         self._connecting = asyncio.Lock()
+        self._connects = 0  # connects begun: only the last one's card is shown
+        self._epoch = 0  # clients closed so far (the agent or the credentials changed)
         self._background: set[asyncio.Task[None]] = set()
         # Token requests (OAuth 2.0 client credentials) are on the wire too, as "auth"; this
         # client lives as long as the session, since the credentials holding it may.
@@ -117,20 +120,31 @@ class InspectorSession:
             pinned_keys = _pasted_keys(pinned_keys)
         async with self._connecting:
             await self._close_clients()
+            if self.credentials.follow(url):
+                # Typed for another agent: a stranger's card naming its schemes alike must
+                # not receive them.
+                self._publish({"type": "credentials", "credentials": {}})
             self.url, self.card, self.card_view = url, None, None
             self.pinned_keys = pinned_keys
-            await self._refresh_card()
-        assert self.card_view is not None
-        return self.card_view
-
-    async def _refresh_card(self) -> None:
-        http = self._http_client("card")
+            self._connects += 1
+            this_connect = self._connects
+            # A client of its own: new credentials, closing the others, leave it be.
+            http = self._new_http("card", certificate=self.credentials.may_go_to(url))
+        # Fetched without the lock: a slow or dripping card holds this call only (for
+        # ``timeout`` in all), never the page's other calls.
         try:
-            view = await inspect_card(
-                http, self.url, pinned_keys=self.pinned_keys, timeout=self.timeout
-            )
+            view = await inspect_card(http, url, pinned_keys=pinned_keys, timeout=self.timeout)
         except CardFetchError as exc:
             raise InspectorError(str(exc), 502) from None
+        finally:
+            await _quietly(http.aclose())
+        async with self._connecting:
+            if this_connect != self._connects:
+                raise InspectorError(f"another agent was chosen while {url} answered", 409)
+            self._show_card(view)
+        return view
+
+    def _show_card(self, view: dict[str, Any]) -> None:
         self.card_view = view
         document = view["document"]
         if not any(p.startswith("not a valid") for p in view["problems"]):
@@ -147,25 +161,26 @@ class InspectorSession:
                 and scheme.api_key_security_scheme.location == "header"
             )
 
-    def _http_client(self, label: str) -> httpx.AsyncClient:
-        """The recording HTTP client of one binding (or of the card fetch), built with the
-        client certificate when the user gave one."""
+    def _http_client(self, label: str, *, certificate: bool) -> httpx.AsyncClient:
+        """The recording HTTP client of one binding, built with the client certificate
+        when the user gave one (``certificate``: and it may go where this one goes)."""
         http = self._http.get(label)
         if http is None:
-            credentials = self.credentials.credentials()
-            verify: Any = True
-            if credentials is not None and (context := credentials.ssl_context()) is not None:
-                verify = context
-            # trust_env off: a proxy from the environment would bypass the recording
-            # transport, and the page would show nothing of what was sent.
-            http = self._http[label] = httpx.AsyncClient(
-                transport=RecordingTransport(
-                    self.wire, label, httpx.AsyncHTTPTransport(verify=verify)
-                ),
-                trust_env=False,
-                timeout=self.timeout,
-            )
+            http = self._http[label] = self._new_http(label, certificate=certificate)
         return http
+
+    def _new_http(self, label: str, *, certificate: bool) -> httpx.AsyncClient:
+        credentials = self.credentials.credentials() if certificate else None
+        verify: Any = True
+        if credentials is not None and (context := credentials.ssl_context()) is not None:
+            verify = context
+        # trust_env off: a proxy from the environment would bypass the recording
+        # transport, and the page would show nothing of what was sent.
+        return httpx.AsyncClient(
+            transport=RecordingTransport(self.wire, label, httpx.AsyncHTTPTransport(verify=verify)),
+            trust_env=False,
+            timeout=self.timeout,
+        )
 
     async def client(self, binding: str) -> Client:
         """The client for ``binding`` (connected on first use)."""
@@ -175,28 +190,60 @@ class InspectorSession:
             client = self._clients.get(binding)
             if client is not None:
                 return client
-            http = self._http_client(binding)
-            credentials = self.credentials.credentials()
-            transport = None
-            if binding == Binding.GRPC:
-                transport = self._grpc_transport(http)
-            try:
-                client = await Client.connect(
-                    self.url,
-                    bindings=(binding,),
-                    transport=transport,
-                    http_client=http,
-                    credentials=credentials,
-                    card_cache=CardCache(),
-                    timeout=self.timeout,
-                    stream_idle_timeout=None,
+            credentials = self._credentials_for(binding)
+            http = self._http_client(binding, certificate=credentials is not None)
+            transport = self._grpc_transport(http) if binding == Binding.GRPC else None
+            epoch = self._epoch
+        # Connected without the lock (Client.connect reads the card again): an agent slow to
+        # answer holds this call only, never the page's others.
+        try:
+            client = await Client.connect(
+                self.url,
+                bindings=(binding,),
+                transport=transport,
+                http_client=http,
+                credentials=credentials,
+                card_cache=CardCache(),
+                timeout=self.timeout,
+                stream_idle_timeout=None,
+            )
+        except BaseException:
+            if transport is not None:
+                await transport.aclose()
+            raise
+        async with self._connecting:
+            grpc = binding == Binding.GRPC
+            if epoch != self._epoch:
+                await _quietly(client.aclose())
+                raise InspectorError(
+                    "the agent or the credentials changed while connecting: try again", 409
                 )
-            except BaseException:
-                if transport is not None:
-                    await transport.aclose()
-                raise
+            if credentials is not None and not self.credentials.may_go_to(
+                client.interface.url, grpc=grpc
+            ):
+                # The card the client read names another interface than the one shown.
+                await _quietly(client.aclose())
+                raise InspectorError(
+                    f"the {binding} interface is at {client.interface.url}, not at the agent "
+                    "the credentials were given for: they are not sent there"
+                )
+            existing = self._clients.get(binding)
+            if existing is not None:  # another call connected it meanwhile
+                await _quietly(client.aclose())
+                return existing
             self._clients[binding] = client
             return client
+
+    def _credentials_for(self, binding: str) -> Credentials | None:
+        """The credentials, if the card's interface for ``binding`` is at the agent they
+        were typed for (never another origin, whatever its schemes are named)."""
+        if not self.credentials.may_go_to(self.url):
+            return None
+        interface = _first(self.card.supported_interfaces, binding) if self.card else None
+        grpc = binding == Binding.GRPC
+        if interface is not None and not self.credentials.may_go_to(interface.url, grpc=grpc):
+            return None
+        return self.credentials.credentials()
 
     def _grpc_transport(self, http: httpx.AsyncClient) -> RecordingGrpcTransport:
         """peerwire's gRPC transport for the card's first gRPC interface, recorded."""
@@ -218,7 +265,7 @@ class InspectorSession:
                 factory = create_transport
         except ImportError as exc:
             raise InspectorError(f"gRPC is not installed here (peerwire[grpc]): {exc}") from None
-        credentials = self.credentials.credentials()
+        credentials = self._credentials_for(Binding.GRPC)
         settings = TransportSettings(
             http=http,
             timeout=self.timeout,
@@ -229,6 +276,7 @@ class InspectorSession:
         return RecordingGrpcTransport(inner, self.wire)
 
     async def _close_clients(self) -> None:
+        self._epoch += 1  # a client connecting meanwhile is for what was: not kept
         clients, self._clients = self._clients, {}
         https, self._http = self._http, {}
         for client in clients.values():
@@ -238,13 +286,18 @@ class InspectorSession:
 
     # -- credentials ------------------------------------------------------------------------
 
-    async def set_credential(self, scheme: Any, fields: Any) -> dict[str, str]:
+    async def set_credential(self, scheme: Any, fields: Any, url: Any = None) -> dict[str, str]:
+        """Hold a credential for the agent at ``url`` (default: the one shown); a client
+        certificate may be given before its card can be read (the agent may want it)."""
         if not isinstance(scheme, str) or not isinstance(fields, Mapping):
             raise InspectorError("send {scheme, credential: {kind, ...}}")
+        if url is not None and not isinstance(url, str):
+            raise InspectorError("url must be text: the agent the credential is for")
         from .credentials import CredentialError
 
+        agent_url = (url or "").strip() or self.url
         try:
-            self.credentials.set(scheme, fields, http=self._auth_http)
+            self.credentials.set(scheme, fields, agent_url=agent_url, http=self._auth_http)
         except CredentialError as exc:
             raise InspectorError(f"credential for {scheme}: {exc}") from None
         return await self._credentials_changed()
@@ -484,9 +537,8 @@ class InspectorSession:
     async def self_check(self) -> dict[str, Any]:
         if not self.url:
             raise InspectorError("connect to an agent first (type its URL)")
-        report = await run_self_check(
-            self.url, credentials=self.credentials.as_list(), timeout=min(self.timeout, 10.0)
-        )
+        given = self.credentials.as_list() if self.credentials.may_go_to(self.url) else []
+        report = await run_self_check(self.url, credentials=given, timeout=min(self.timeout, 10.0))
         result: dict[str, Any] = report.to_json()
         return result
 

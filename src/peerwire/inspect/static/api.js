@@ -2,8 +2,25 @@
 
 export class ApiError extends Error {}
 
+// The launch token (as Jupyter's): the URL the inspector printed carries it once; the page
+// keeps it for this tab and sends it on every call, which no page of another origin can.
+export const TOKEN_HEADER = "X-Peerwire-Token";
+export const token = (() => {
+  const url = new URL(window.location.href);
+  const given = url.searchParams.get("token");
+  if (given) {
+    sessionStorage.setItem("peerwire-token", given);
+    url.searchParams.delete("token");
+    history.replaceState(null, "", url.pathname + url.search + url.hash);
+  }
+  return given || sessionStorage.getItem("peerwire-token") || "";
+})();
+
+// EventSource cannot send headers: the stream's URL carries the token instead.
+export const eventsUrl = () => "/api/events?" + new URLSearchParams({ token }).toString();
+
 export async function call(method, path, body) {
-  const options = { method, headers: {} };
+  const options = { method, headers: { [TOKEN_HEADER]: token } };
   if (body !== undefined) {
     options.headers["Content-Type"] = "application/json";
     options.body = JSON.stringify(body);

@@ -1,8 +1,8 @@
 // The page: loads the state, listens to the backend's event stream, wires the panels.
 
 import { h, replace } from "./dom.js";
-import { get, post } from "./api.js";
-import { renderCard, renderCredentials } from "./card.js";
+import { get, post, eventsUrl } from "./api.js";
+import { renderCard, renderCredentials, interfacesOf } from "./card.js";
 import { Conversation } from "./conversation.js";
 import { Tasks } from "./tasks.js";
 import { Wire } from "./wire.js";
@@ -34,8 +34,7 @@ function showCard(view) {
   renderCard(document.getElementById("card"), view);
   showCredentials();
   // Only the bindings the card offers can be chosen (all of them before a card is loaded).
-  const offered = new Set(((view && view.document && view.document.supportedInterfaces) || [])
-    .map((i) => i.protocolBinding));
+  const offered = new Set(interfacesOf(view).map((i) => i.protocolBinding));
   for (const option of bindingSelect.options) {
     option.disabled = offered.size > 0 && !offered.has(option.value);
   }
@@ -83,7 +82,7 @@ async function loadState() {
 
 function listen() {
   const live = document.getElementById("live");
-  const events = new EventSource("/api/events");
+  const events = new EventSource(eventsUrl());
   events.onopen = () => {
     live.textContent = "live";
     live.classList.add("on");
@@ -99,6 +98,7 @@ function listen() {
     if (event.type === "task") conversation.updateTask(event.task);
     else if (event.type === "run") conversation.updateRun(event.run);
     else if (event.type === "exchange") wire.update(event.exchange);
+    else if (event.type === "credentials") { held = event.credentials; showCredentials(); }
   };
 }
 
