@@ -29,11 +29,18 @@ import pytest
 from fastapi import FastAPI
 from joserfc.jwk import ECKey
 
-from peerwire import create_app
-from peerwire.security import CardSigner, Trust, verify_card
+from peerwire import Agent, AgentCard, create_app
+from peerwire.client import CardCache, Client
+from peerwire.security import APIKeyVerifier, CardSigner, Principal, Trust, verify_card
 from peerwire.server import A2AApp
 from peerwire.server._origin import RequestOrigin, TrustedProxies, parse_host
-from peerwire.types import Binding
+from peerwire.types import (
+    APIKeySecurityScheme,
+    Binding,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
 
 from . import test_mounting
 from .test_mounting import (
@@ -392,3 +399,55 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+# -- the extended card ----------------------------------------------------------------------
+
+
+def vault() -> tuple[Agent, dict[str, APIKeyVerifier]]:
+    agent = Agent(
+        "Vault",
+        security_schemes={
+            "key": SecurityScheme(
+                api_key_security_scheme=APIKeySecurityScheme(location="header", name="X-Key")
+            )
+        },
+        security_requirements=[SecurityRequirement(schemes={"key": StringList()})],
+    )
+
+    @agent.skill()
+    async def read(text: str) -> str:
+        return text
+
+    return agent, {"key": APIKeyVerifier({"k": "alice"})}
+
+
+async def test_an_extended_card_built_from_the_public_one_names_what_the_request_reached() -> None:
+    agent, auth = vault()
+
+    def extended(principal: Principal, card: AgentCard) -> AgentCard:
+        return card.replace(description=f"for {principal.id}")
+
+    app = create_app(agent, auth=auth, extended_card=extended)
+    sock = free_socket()
+    with on_uvicorn(fastapi_with({"/a2a/vault": app}), sock):
+        port = sock.getsockname()[1]
+        base = f"{url_of(sock)}/a2a/vault"
+        named = f"http://agents.internal:{port}/a2a/vault"
+        headers = {"X-Key": "k", "A2A-Version": "1.0", "Host": f"agents.internal:{port}"}
+        async with httpx.AsyncClient(trust_env=False, timeout=WAIT_S) as http:
+            rpc = await http.post(
+                base + "/",
+                json={"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}},
+                headers=headers,
+            )
+            rest = await http.get(base + "/rest/extendedAgentCard", headers=headers)
+        for card in (rpc.json()["result"], rest.json()):
+            assert card["description"] == "for alice", card
+            assert interfaces(card) == {"JSONRPC": f"{named}/", "HTTP+JSON": f"{named}/rest"}
+        # peerwire's Client gets the URLs it reached the server on.
+        async with Client.connect(
+            base, bindings=[Binding.HTTP_JSON], card_cache=CardCache(), headers={"X-Key": "k"}
+        ) as client:
+            card = await client.get_extended_card()
+            assert {i.url for i in card.supported_interfaces} == {f"{base}/", f"{base}/rest"}

@@ -301,13 +301,20 @@ def create_app(
             interfaces.append(i)
         return publish(interfaces)
 
+    def public_for(call: CallContext) -> AgentCard:
+        """The public card as served where ``call`` reached the app (what an extended card
+        built from it names)."""
+        if call.reached is None or call.reached == (None, ""):
+            return card[0]
+        return card_at(*call.reached)
+
     dispatcher = Dispatcher(
         agent,
         task_store,
         event_bus,
         runner,
         lambda: card[0],
-        extended_card=_extended(extended_card, signer, lambda: card[0]),
+        extended_card=_extended(extended_card, signer, public_for),
         push_configs=push_policy,
         messages=messages,
         metrics=meters,
@@ -541,7 +548,7 @@ def _authenticator(
 def _extended(
     extended_card: ExtendedCard | None,
     signer: CardSigner | None,
-    public: Callable[[], AgentCard],
+    public: Callable[[CallContext], AgentCard],
 ) -> Callable[[CallContext], AgentCard | None] | None:
     if extended_card is None:
         return None
@@ -553,7 +560,7 @@ def _extended(
         if not callable(extended_card):
             found: AgentCard | None = extended_card
         elif with_card:
-            found = extended_card(call.principal, public())  # type: ignore[call-arg]
+            found = extended_card(call.principal, public(call))  # type: ignore[call-arg]
         else:
             found = extended_card(call.principal)  # type: ignore[call-arg]
         if found is None or signer is None:

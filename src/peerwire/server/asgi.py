@@ -18,6 +18,7 @@ graceful drain at its shutdown, as ``serve`` does.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from time import perf_counter
@@ -211,6 +212,7 @@ class A2AApp:
                 required_extensions=self._required_extensions,
                 authenticator=authenticator,
                 v03=self._v03,
+                reached=self._reached if card_at is not None else None,
             )
         )
 
@@ -392,6 +394,12 @@ class A2AApp:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
+    def _reached(self, scope: Scope, path: str) -> tuple[str | None, str]:
+        """Where a request for ``path`` (below any mount prefix) reached the app: its origin
+        (``None`` without one to go by) and the mount prefix, as the card's URLs name them."""
+        origin = None if self._origins is None else self._origins.of(scope)
+        return origin, mount_prefix(scope, path)
+
     def _card_under(self, scope: Scope) -> CardForms:
         """The card with its URLs where this request came: its origin, under its prefix."""
         prefix = mount_prefix(scope, CARD_PATH)
@@ -481,6 +489,13 @@ class A2AApp:
                 meter.failed(method or "", error, started)
             return
         call = CallContext.of(principal, extensions)
+        if request.method.operation == "get_extended_agent_card" and self._card_at is not None:
+            call = dataclasses.replace(
+                call,
+                reached=self._reached(
+                    scope, route_path(scope["path"], scope.get("root_path") or "")
+                ),
+            )
         extra = [(b"a2a-extensions", format_extensions(extensions).encode())] if extensions else []
         operation = getattr(self.dispatcher, request.method.operation)
         access = scope.get(ACCESS_SCOPE_KEY)  # None unless the access log is on

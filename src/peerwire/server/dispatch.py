@@ -109,6 +109,10 @@ class CallContext:
     scopes: frozenset[str] = frozenset()
     principal: Principal | None = None
     protocol_version: str = PROTOCOL_VERSION
+    reached: tuple[str | None, str] | None = None
+    """Where an HTTP request reached the app, ``(origin, mount prefix)`` (``origin`` ``None``:
+    the app's fixed URL), set only where a card is built for the request (an extended card);
+    ``None``: not known (gRPC), the card's default URLs are used."""
 
     @classmethod
     def of(

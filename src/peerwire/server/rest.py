@@ -20,8 +20,9 @@ too, through ``_v03.V03Server``, unless the request's ``A2A-Version`` names 1.x 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from time import perf_counter
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -80,8 +81,11 @@ class RestHandler:
         required_extensions: Iterable[str] = (),
         authenticator: Authenticator | None = None,
         v03: V03Server | None = None,
+        reached: Callable[[Scope, str], tuple[str | None, str]] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        # Where a request reached the app (origin, mount prefix), for the extended card's URLs.
+        self._reached = reached
         # None: metrics are off, and the REST path does no metrics work at all.
         self._meter = None if dispatcher.metrics is None else dispatcher.metrics.requests("rest")
         # The SERVER spans of REST requests (made only while ``tracing.STATE.tracer`` is set).
@@ -177,6 +181,8 @@ class RestHandler:
                 meter.failed(route.operation, error, started)
             return
         call = CallContext.of(principal, extensions)
+        if route.dispatch == "get_extended_agent_card" and self._reached is not None:
+            call = dataclasses.replace(call, reached=self._reached(scope, path))
         extra = [(_EXTENSIONS_HEADER, format_extensions(extensions).encode())] if extensions else []
         operation = getattr(self.dispatcher, route.dispatch)
         access = scope.get(ACCESS_SCOPE_KEY)  # None unless the access log is on
