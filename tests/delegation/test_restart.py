@@ -36,12 +36,20 @@ def orchestrator(
 
 @contextlib.asynccontextmanager
 async def serving(
-    target: str, db: Path, log: Path, peer_url: str = ""
+    target: str,
+    db: Path,
+    log: Path,
+    peer_url: str = "",
+    *,
+    port: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    """``peerwire serve TARGET`` on a SQLite file, once it answers for its card."""
-    port = unused_port()
+    """``peerwire serve TARGET`` on a SQLite file, once it answers for its card (``port``:
+    the same one again, for a restart; ``env``: more of the environment)."""
+    port = port or unused_port()
     env = {
         **os.environ,
+        **(env or {}),
         "PEER_URL": peer_url,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }

@@ -28,7 +28,7 @@ from ..errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from ..protocol import INTERRUPTED, is_terminal
+from ..protocol import INTERRUPTED, INTERRUPTED_REASON, is_terminal, status_reason
 from ..types import (
     Message,
     Part,
@@ -536,7 +536,7 @@ class Delegation:
             changes["reason"] = (
                 reason if reason and final is EntryStatus.CANCELED else _status_text(task, final)
             )
-            changes["cause"] = "task_failed" if final is EntryStatus.FAILED else ""
+            changes["cause"] = _failure_cause(task) if final is EntryStatus.FAILED else ""
         elif self._entry.status is EntryStatus.INTENT:
             changes["status"] = EntryStatus.OPEN
         await self._update(**changes)
@@ -591,6 +591,14 @@ def _task_of(entry: LedgerEntry) -> Task | None:
     if entry.result_kind != "task" or not entry.result:
         return None
     return decode(entry.result, Task)
+
+
+def _failure_cause(task: Task) -> FailureCause:
+    """A FAILED remote task's cause: ``interrupted`` when its agent says its process stopped
+    while it worked (``protocol.reasons``), else ``task_failed``."""
+    if status_reason(task.status.message) == INTERRUPTED_REASON:
+        return "interrupted"
+    return "task_failed"
 
 
 def _status_text(task: Task, status: EntryStatus) -> str:

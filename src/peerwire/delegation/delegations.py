@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -51,12 +52,22 @@ _ENDS = {
 }
 
 
+# A compensation's next run's messageId, from its previous run's (``_fresh_attempt``).
+_RUN_IDS = uuid.UUID("0d6f3b2a-9c41-4e8d-b7a5-2f1e6c9d8a30")
+
+
 @dataclass(frozen=True, slots=True)
 class Undo:
     """How to undo a step: a delegation of ``message`` to ``agent`` (its URL), run when the
     parent does not complete (``delegate(..., compensate=Undo(...))``,
     ``Call(..., compensate=...)``; the same as ``Delegation.compensate_with``). ``key``
-    names it in the ledger (default ``"<step key>/undo"``)."""
+    names it in the ledger (default ``"<step key>/undo"``).
+
+    An undo must be idempotent and tolerate finding nothing to undo: it runs for every step
+    that may have acted (a remote task FAILED, interrupted, or of unknown fate counts), and
+    at least once. Its ``messageId`` is drawn by the ledger and resent unchanged by a retry
+    that may not have reached the agent, so a peerwire agent (idempotent sends) does it once
+    (docs/DELEGATION.md, "Undos are at least once")."""
 
     agent: str
     message: str | Message
@@ -548,12 +559,22 @@ async def _fan_out(handles: list[Delegation], on_failure: OnFailure) -> list[Out
 
 
 def _may_have_acted(step: LedgerEntry) -> bool:
-    """Whether a step may have done something at its agent, so its undo must run."""
+    """Whether a step may have done something at its agent, so its undo must run.
+
+    Only what is known to have done nothing is spared: a message the agent refused (an A2A
+    error: no task), a task it rejected, a step never sent. Everything of unknown effect
+    counts as acted: a remote task FAILED (interrupted by its agent's restart, or failing
+    after it may have begun: the agent's word that it failed is not that it did nothing), a
+    cancel not confirmed (the step still open), a send whose fate is unknown (sent, no task
+    recorded), an answer that was not A2A, a task the agent lost. An undo must tolerate
+    finding nothing to undo (docs/DELEGATION.md)."""
     if step.status in (EntryStatus.COMPLETED, EntryStatus.TIMED_OUT, EntryStatus.OPEN):
         return True
+    if step.status is EntryStatus.FAILED:
+        return step.cause != "refused" and (bool(step.remote_task_id) or step.attempts > 0)
     if step.status in (EntryStatus.INTENT, EntryStatus.CANCELED):
         return bool(step.remote_task_id) or step.attempts > 0
-    return False  # failed or rejected at the agent: nothing was done there
+    return False  # rejected at the agent: it decided not to do it
 
 
 def _fresh_attempt(entry: LedgerEntry, deadline_at: float) -> LedgerEntry:
@@ -567,7 +588,9 @@ def _fresh_attempt(entry: LedgerEntry, deadline_at: float) -> LedgerEntry:
     }
     if entry.remote_task_id:
         message = decode(entry.message, Message)
-        message_id = new_id()
+        # Derived from the run before's id: the next run's idempotency key is fixed by the
+        # row, whoever claims it (and a crash after the claim resends this very id).
+        message_id = str(uuid.uuid5(_RUN_IDS, entry.message_id))
         again = Message(
             message_id=message_id,
             role=Role.USER,

@@ -20,6 +20,12 @@ from .negotiation import (
     parse_extensions,
 )
 from .paging import ListQuery, list_query, select_page, sort_key
+from .reasons import (
+    INTERRUPTED_REASON,
+    STATUS_REASON_KEY,
+    status_reason,
+    status_reason_metadata,
+)
 from .states import (
     ACTIVE,
     INITIAL,
@@ -38,7 +44,9 @@ __all__ = [
     "ACTIVE",
     "INITIAL",
     "INTERRUPTED",
+    "INTERRUPTED_REASON",
     "PROTOCOL_VERSION",
+    "STATUS_REASON_KEY",
     "TASK_FINISHED",
     "TERMINAL",
     "Continue",
@@ -68,6 +76,8 @@ __all__ = [
     "resolve_continuation",
     "select_page",
     "sort_key",
+    "status_reason",
+    "status_reason_metadata",
     "trim_history",
     "uncovered_parts",
 ]
