@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -39,7 +40,7 @@ from ..types import (
     decode,
     encode,
 )
-from .entries import EntryStatus, LedgerEntry, drawn_context
+from .entries import RUN_ENDED_STATUSES, EntryStatus, LedgerEntry, drawn_context
 from .errors import DelegationError
 from .outcomes import (
     Canceled,
@@ -93,6 +94,9 @@ class Delegation:
         self._entry = entry
         # One follower at a time: two awaits of result() share the same following.
         self._lock = asyncio.Lock()
+        # A compensation's run: what its failed end writes with it (the run counted, the
+        # next one scheduled), so outcome and next state are one transition.
+        self._run_ended: Callable[[LedgerEntry], dict[str, object]] | None = None
 
     def __repr__(self) -> str:
         entry = self._entry
@@ -495,7 +499,16 @@ class Delegation:
         seen of the remote task) are written over the fresh row."""
         while True:
             base = self._entry
-            stored = await self._owner.store.save(base.replace(**changes, updated_at=time.time()))
+            more: dict[str, object] = {}
+            if (
+                self._run_ended is not None
+                and changes.get("status") in RUN_ENDED_STATUSES
+                and base.status not in RUN_ENDED_STATUSES
+            ):
+                more = self._run_ended(base)
+            stored = await self._owner.store.save(
+                base.replace(**changes, **more, updated_at=time.time())
+            )
             if stored is not None:
                 self._entry = stored
                 return True

@@ -27,6 +27,7 @@ from .entries import (
     END_KEY,
     OPEN_STATUSES,
     PENDING_UNDO_STATUSES,
+    RUN_ENDED_STATUSES,
     EntryKind,
     EntryStatus,
     Follow,
@@ -414,10 +415,13 @@ class Delegations:
 
     async def _run_compensation(self, entry: LedgerEntry, attempts: int) -> Outcome:
         while True:
-            wait = entry.next_attempt_at - time.time()
-            if entry.status is EntryStatus.DUE and wait > 0:
-                await asyncio.sleep(wait)
-            if entry.status is EntryStatus.DUE:
+            if entry.status in RUN_ENDED_STATUSES and entry.runs >= attempts:
+                # Its last run failed (recorded with its count): the dead-letter list.
+                return await self._bury(entry, attempts)
+            if entry.status is EntryStatus.DUE or entry.status in RUN_ENDED_STATUSES:
+                wait = entry.next_attempt_at - time.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
                 claimed = await self.store.save(
                     _fresh_attempt(entry, time.time() + self.compensation_timeout)
                 )
@@ -427,6 +431,7 @@ class Delegations:
                 entry = claimed
             # A handle of its own for each run: an earlier run's handle holds its outcome.
             handle = self._handles[entry.key] = Delegation(self, entry)
+            handle._run_ended = self._count_run
             self.observer.count("compensation_run")
             outcome = await handle.result()
             entry = handle.entry
@@ -435,32 +440,53 @@ class Delegations:
             if entry.is_open:  # stalled, or could not be followed: stop it before retrying
                 await handle.cancel(f"compensation run failed: {outcome.describe()}")
                 entry = handle.entry
-            runs = entry.runs + 1
             self.observer.count("compensation_failed")
-            if runs >= attempts:
-                dead = await self.store.save(
-                    entry.replace(
-                        status=EntryStatus.DEAD,
-                        runs=runs,
-                        updated_at=time.time(),
-                        reason=f"gave up after {runs} run(s): {outcome.describe()}",
-                    )
-                )
-                if dead is not None:
-                    self.observer.count("dead_letter")
-                return outcome
+            if entry.status in RUN_ENDED_STATUSES:
+                continue  # counted and scheduled with its outcome, in one write
+            # Still open (its cancel not confirmed): counted, and made due again or dead,
+            # in one write.
+            counted = self._count_run(entry)
+            last = entry.runs + 1 >= attempts
             again = await self.store.save(
                 entry.replace(
-                    status=EntryStatus.DUE,
-                    runs=runs,
+                    status=EntryStatus.DEAD if last else EntryStatus.DUE,
+                    reason=(
+                        f"gave up after {entry.runs + 1} run(s): {outcome.describe()}"
+                        if last
+                        else f"run {entry.runs + 1} failed: {outcome.describe()}"
+                    ),
                     updated_at=time.time(),
-                    next_attempt_at=time.time() + self.compensation_backoff * 2 ** (runs - 1),
-                    reason=f"run {runs} failed: {outcome.describe()}",
+                    **counted,
                 )
             )
             if again is None:
                 return await self._outcome_elsewhere(entry)
+            if last:
+                self.observer.count("dead_letter")
+                return outcome
             entry = again
+
+    def _count_run(self, entry: LedgerEntry) -> dict[str, object]:
+        """What a failed run writes with its outcome: the run counted, the next scheduled."""
+        runs = entry.runs + 1
+        return {
+            "runs": runs,
+            "next_attempt_at": time.time() + self.compensation_backoff * 2 ** (runs - 1),
+        }
+
+    async def _bury(self, entry: LedgerEntry, attempts: int) -> Outcome:
+        """A compensation whose runs all failed: DEAD (``--dead``), its last outcome."""
+        outcome = outcome_of(entry) or await self._outcome_elsewhere(entry)
+        dead = await self.store.save(
+            entry.replace(
+                status=EntryStatus.DEAD,
+                updated_at=time.time(),
+                reason=f"gave up after {entry.runs} run(s): {outcome.describe()}",
+            )
+        )
+        if dead is not None:
+            self.observer.count("dead_letter")
+        return outcome
 
     async def _outcome_elsewhere(self, entry: LedgerEntry) -> Outcome:
         """A compensation another runner took over: its outcome as recorded so far."""
