@@ -407,11 +407,11 @@ class Delegation:
         if not entry.remote_task_id:
             found = await self._look_for_sent() if entry.attempts else None
             if found is None:
-                await self._settle(
+                return await self._settle_cancel(
+                    reason,
                     EntryStatus.CANCELED,
                     f"{reason} (before the agent was known to have a task for it)",
                 )
-                return self._final_outcome()
             await self._note(found)
             if self._settled():
                 return self._final_outcome()
@@ -425,13 +425,13 @@ class Delegation:
             except (A2AError, ClientError) as exc:
                 return await self._cancel_failed(reason, exc)
         except TaskNotFoundError as exc:
-            await self._settle(
+            return await self._settle_cancel(
+                reason,
                 EntryStatus.FAILED,
                 f"{reason}: {entry.agent} no longer knows task {entry.remote_task_id} "
                 f"({_text(exc)})",
                 cause="not_found",
             )
-            return self._final_outcome()
         except (A2AError, ClientError) as exc:
             return await self._cancel_failed(reason, exc)
         await self._note(task, reason=reason)
@@ -444,6 +444,16 @@ class Delegation:
             )
             return Canceled(self.key, self.agent, self.remote_task_id, self._entry.reason, task)
         return self._final_outcome()
+
+    async def _settle_cancel(
+        self, reason: str, status: EntryStatus, text: str, **changes: object
+    ) -> Outcome:
+        """Settle a cancel's end; when another write came first and left the entry open
+        (the send recorded its remote task meanwhile), cancel what the entry is now: a
+        handle that lost the race never settles on what it saw before."""
+        if await self._settle(status, text, **changes) or self._settled():
+            return self._final_outcome()
+        return await self._cancel(reason)
 
     async def _cancel_failed(self, reason: str, exc: BaseException) -> Outcome:
         text = f"{reason}: the cancel did not reach {self.agent}: {_text(exc)}"
@@ -463,7 +473,8 @@ class Delegation:
             # Canceled by us for the deadline: recorded as timed out, with the agent's answer.
             await self._settle(EntryStatus.TIMED_OUT, f"{why}; canceled at the agent")
         elif isinstance(outcome, Failed) and outcome.cause == "unreachable":
-            await self._update(reason=f"{why}; {outcome.reason}")
+            # The cancel's reason already starts with "timed out: <why>".
+            await self._update(reason=outcome.reason)
         else:
             return outcome  # it ended on its own first: that outcome stands
         self._owner.observer.count("timed_out")
@@ -487,6 +498,11 @@ class Delegation:
         await self._owner.register_compensation(self._entry, agent, message, key=key)
 
     # -- the entry --------------------------------------------------------------------------
+
+    def _adopt(self, entry: LedgerEntry) -> None:
+        """Hold ``entry``, read from the store, if it is newer than what this handle holds."""
+        if entry.id == self._entry.id and entry.version > self._entry.version:
+            self._entry = entry
 
     async def _client(self) -> Client:
         return await self._owner.connector.client(self._entry.agent)
@@ -523,8 +539,8 @@ class Delegation:
             if "status" in changes and fresh.status is not base.status:
                 return False
 
-    async def _settle(self, status: EntryStatus, reason: str, **changes: object) -> None:
-        await self._update(status=status, reason=reason, **changes)
+    async def _settle(self, status: EntryStatus, reason: str, **changes: object) -> bool:
+        return await self._update(status=status, reason=reason, **changes)
 
     async def _note(self, task: Task, *, reason: str | None = None) -> None:
         """Record what was seen of the remote task (settling the entry if it is final)."""

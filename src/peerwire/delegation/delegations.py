@@ -250,6 +250,9 @@ class Delegations:
         handle = self._handles.get(entry.key)
         if handle is None or handle.entry.id != entry.id:
             handle = self._handles[entry.key] = Delegation(self, entry)
+        elif entry.version > handle.entry.version:
+            # Read fresher than the handle holds (another writer): act on what is stored.
+            handle._adopt(entry)
         return handle
 
     # -- canceling --------------------------------------------------------------------------
