@@ -162,7 +162,7 @@ async def test_a_peer_killed_mid_delegation_leaves_an_explained_entry(tmp_path: 
             await peer.wait()
             canceled = await client.cancel_task(parent.id)
             assert canceled.status.state is TaskState.CANCELED
-    (entry, end) = await hub.store.entries(scope=parent.id)
+    (entry, end) = await hub.store.entries(scope=parent.id, with_end=True)
     assert (end.kind, end.status) == ("end", EntryStatus.CANCELED)
     assert entry.status is EntryStatus.OPEN and entry.remote_task_id == remote[0]
     assert "the cancel did not reach" in entry.reason

@@ -237,10 +237,12 @@ class Delegations:
         """What the ledger holds for this scope, oldest first (``open_only``: still open;
         the parent's ``end`` row only with ``kind="end"``)."""
         found = await self.store.entries(
-            tenant=self.tenant, scope=self.scope, statuses=OPEN_STATUSES if open_only else None
+            tenant=self.tenant,
+            scope=self.scope,
+            statuses=OPEN_STATUSES if open_only else None,
+            with_end=kind == "end",
         )
-        # The parent's end row is listed only when asked for by its kind.
-        return [e for e in found if e.kind == kind or (kind is None and e.kind != "end")]
+        return [e for e in found if kind is None or e.kind == kind]
 
     async def open(self) -> list[Delegation]:
         """Handles on every step still open, to follow on (``result()``) after a restart."""
