@@ -4,6 +4,8 @@ row ends settled, not left open. A timed-out reason says its cause once."""
 
 from __future__ import annotations
 
+import pytest
+
 from peerwire import TaskState
 from peerwire.delegation import (
     Canceled,
@@ -12,6 +14,7 @@ from peerwire.delegation import (
     MemoryLedgerStore,
     TimedOut,
 )
+from peerwire.delegation.entries import LedgerEntry
 from peerwire.testing import live_server
 
 from ._garbage import unused_port
@@ -56,3 +59,32 @@ async def test_a_timed_out_reason_does_not_repeat_itself() -> None:
         outcome = await d.result()
     assert isinstance(outcome, TimedOut), outcome
     assert outcome.reason.count("its deadline passed") == 1, outcome.reason
+
+
+class FailingSaves(MemoryLedgerStore):
+    """A store whose next save fails (an outage mid-write)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_next = False
+
+    async def save(self, entry: LedgerEntry) -> LedgerEntry | None:
+        if self.fail_next:
+            self.fail_next = False
+            raise OSError("the disk is away")
+        return await super().save(entry)
+
+
+async def test_a_handle_changes_only_once_its_save_succeeded() -> None:
+    store = FailingSaves()
+    async with Ledger(store, scope="job") as ledger:
+        d = await ledger.delegate("http://127.0.0.1:9", "x", key="s3", start=False)
+        before = d.entry
+        store.fail_next = True
+        with pytest.raises(OSError):
+            await d.cancel("stop")
+        assert d.entry == before == await store.get(before.id)
+        outcome = await d.cancel("stop")  # the same cancel, the store back: it is written
+        assert isinstance(outcome, Canceled)
+        row = await store.get(before.id)
+    assert row is not None and row.status is EntryStatus.CANCELED
