@@ -494,7 +494,8 @@ class Delegation:
     ) -> None:
         """Register this step's undo: a delegation of ``message`` to ``agent``, run if the
         parent task does not complete (or on ``compensate()``), newest registration first.
-        Registering again (a replay) is a no-op."""
+        Registering again (a replay) is a no-op. The undo must be idempotent: it runs for
+        every step that may have acted, at least once (``Undo``)."""
         await self._owner.register_compensation(self._entry, agent, message, key=key)
 
     # -- the entry --------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 Nothing here performs I/O or imports asyncio, httpx, starlette, uvicorn or grpc (a test checks
 this): the state machine (``states``), which task a message continues (``continuation``),
 folding events into tasks (``fold``), ``historyLength`` (``history``), ListTasks paging
-(``paging``), service-parameter negotiation (``negotiation``) and the refusal of a
-subscription to a finished task (``subscription``).
+(``paging``), service-parameter negotiation (``negotiation``), the refusal of a
+subscription to a finished task (``subscription``) and the machine-readable reason a status
+message carries (``reasons``).
 """
 
 from .continuation import Continue, NewTask, no_longer_waiting, resolve_continuation
