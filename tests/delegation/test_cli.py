@@ -9,7 +9,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from peerwire.delegation import Ledger
+from peerwire.delegation import EntryStatus, Ledger, SQLiteLedgerStore
+from peerwire.types import TaskState
 
 PEERWIRE = Path(sys.executable).with_name("peerwire")
 
@@ -72,3 +73,27 @@ async def test_list_prints_a_header_above_aligned_rows_and_json_stays_one_object
     code, said = await _cli("delegations", "list", "--json", "--store", f"sqlite:{db}")
     assert code == 0, said
     assert [json.loads(line)["key"] for line in said.splitlines()] == ["k", "a-longer-key"]
+
+
+async def test_open_and_dead_together_list_every_row_not_settled(tmp_path: Path) -> None:
+    """Every compensation status but completed and discarded is unsettled: ``--open`` lists
+    it (between runs after a failed one included), ``--dead`` the dead letters; the
+    parent's end row is never listed."""
+    db = tmp_path / "ledger.db"
+    store = SQLiteLedgerStore(db)
+    async with Ledger(store, scope="p1") as ledger:
+        step = await ledger.delegate("http://127.0.0.1:9", "x", key="k", start=False)
+        for status in EntryStatus:
+            await step.compensate_with("http://127.0.0.1:9", "undo", key=f"undo-{status}")
+            row = await store.find("", "p1", f"undo-{status}")
+            assert row is not None
+            assert await store.save(row.replace(status=status)) is not None
+        await ledger.record_end(TaskState.FAILED)
+    code, said = await _cli("delegations", "list", "--open", "--json", "--store", f"sqlite:{db}")
+    assert code == 0, said
+    listed = {(r["key"], r["status"]) for r in map(json.loads, said.splitlines())}
+    settled = {EntryStatus.COMPLETED, EntryStatus.DISCARDED, EntryStatus.DEAD}
+    wanted = {(f"undo-{s}", s.value) for s in EntryStatus if s not in settled}
+    assert listed == wanted | {("k", "intent")}
+    code, said = await _cli("delegations", "list", "--dead", "--json", "--store", f"sqlite:{db}")
+    assert [json.loads(line)["key"] for line in said.splitlines()] == ["undo-dead"]

@@ -49,9 +49,12 @@ class PausingLedger(MemoryLedgerStore):
         tenant: str | None = None,
         scope: str | None = None,
         statuses: Iterable[EntryStatus] | None = None,
+        with_end: bool = False,
     ) -> list[LedgerEntry]:
         await self._hold("any")
-        return await super().entries(tenant=tenant, scope=scope, statuses=statuses)
+        return await super().entries(
+            tenant=tenant, scope=scope, statuses=statuses, with_end=with_end
+        )
 
     async def insert(self, entry: LedgerEntry) -> LedgerEntry:
         await self._hold("any")

@@ -42,12 +42,20 @@ def orchestrator(
 
 @contextlib.asynccontextmanager
 async def serving(
-    target: str, db: Path, log: Path, peer_url: str = ""
+    target: str,
+    db: Path,
+    log: Path,
+    peer_url: str = "",
+    *,
+    port: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    """``peerwire serve TARGET`` on a SQLite file, once it answers for its card."""
-    port = unused_port()
+    """``peerwire serve TARGET`` on a SQLite file, once it answers for its card (``port``:
+    the same one again, for a restart; ``env``: more of the environment)."""
+    port = port or unused_port()
     env = {
         **os.environ,
+        **(env or {}),
         "PEER_URL": peer_url,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
@@ -160,7 +168,7 @@ async def test_a_peer_killed_mid_delegation_leaves_an_explained_entry(tmp_path: 
             await peer.wait()
             canceled = await client.cancel_task(parent.id)
             assert canceled.status.state is TaskState.CANCELED
-    (entry, end) = await hub.store.entries(scope=parent.id)
+    (entry, end) = await hub.store.entries(scope=parent.id, with_end=True)
     assert (end.kind, end.status) == ("end", EntryStatus.CANCELED)
     assert entry.status is EntryStatus.OPEN and entry.remote_task_id == remote[0]
     assert "the cancel did not reach" in entry.reason

@@ -116,7 +116,7 @@ async def test_a_server_on_postgres_keeps_its_ledger_in_its_schema() -> None:
         ledger = PostgresLedgerStore(PG_DSN, schema=schema)
         await ledger.open()
         try:
-            (entry, end) = await ledger.entries(scope=parent.id)
+            (entry, end) = await ledger.entries(scope=parent.id, with_end=True)
         finally:
             await ledger.close()
         assert entry.status is EntryStatus.CANCELED and entry.remote_task_id == remote[0]

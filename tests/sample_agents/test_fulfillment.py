@@ -24,7 +24,7 @@ async def _send(client: Client, text: str, *, task_id: str | None = None) -> Tas
 
 
 async def _entries(ledger: SQLiteLedgerStore, parent: str) -> dict[str, EntryStatus]:
-    return {e.key: e.status for e in await ledger.entries(scope=parent) if e.key}
+    return {e.key: e.status for e in await ledger.entries(scope=parent)}
 
 
 def test_an_order_line_names_its_number_quantity_value_and_words() -> None:

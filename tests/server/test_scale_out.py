@@ -383,6 +383,9 @@ async def test_a_dead_workers_task_fails_under_the_fail_policy(tmp_path: Path) -
         final = rest[-1]["statusUpdate"]
         assert state_of(final) == "TASK_STATE_FAILED"
         assert status_text(final) == "the worker running this task stopped"
+        # Said in a machine-readable way too (protocol.reasons): it may have acted.
+        reason = final["status"]["message"]["metadata"]["peerwire.dev/errorInfo"]
+        assert reason == {"reason": "INTERRUPTED", "domain": "peerwire.dev", "metadata": {}}
         assert state_of(await a.get(task_id)) == "TASK_STATE_FAILED"
 
 

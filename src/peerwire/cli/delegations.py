@@ -83,8 +83,8 @@ def list_command(
             found = await ledger.entries(statuses=statuses)
         finally:
             await ledger.close()
-        # A parent's end row records a decision, not a delegation: never listed.
-        entries = [e for e in found if e.kind != "end" and (not open_ or unsettled(e))]
+        # (A parent's end row records a decision, not a delegation: the store leaves it out.)
+        entries = [e for e in found if not open_ or unsettled(e)]
         if as_json:
             for entry in entries:
                 typer.echo(json.dumps(_as_json(entry)))

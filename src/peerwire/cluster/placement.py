@@ -48,7 +48,7 @@ from ..errors import (
     StreamEndedError,
     TaskNotFoundError,
 )
-from ..protocol import ACTIVE, INTERRUPTED, TERMINAL, TaskRecord
+from ..protocol import ACTIVE, INTERRUPTED, INTERRUPTED_REASON, TERMINAL, TaskRecord
 from ..server.context import Caller, decode_caller
 from ..types import (
     Message,
@@ -430,7 +430,11 @@ class Placement:
 
     async def _fail(self, record: TaskRecord, text: str) -> None:
         try:
-            await self.runner._emit_status(record.id, record.context_id, TaskState.FAILED, text)
+            # A worker that stopped mid-task: it may have acted (``protocol.reasons``).
+            reason = INTERRUPTED_REASON if text == WORKER_STOPPED else None
+            await self.runner._emit_status(
+                record.id, record.context_id, TaskState.FAILED, text, reason=reason
+            )
         except (IllegalTransitionError, TaskNotFoundError):
             log.debug("task %s changed before it could be failed", record.id)
         except Exception:
@@ -627,7 +631,11 @@ class Placement:
                 action = "failed"
                 try:
                     await runner._emit_status(
-                        info.task_id, info.context_id, TaskState.FAILED, WORKER_STOPPED
+                        info.task_id,
+                        info.context_id,
+                        TaskState.FAILED,
+                        WORKER_STOPPED,
+                        reason=INTERRUPTED_REASON,
                     )
                 except (IllegalTransitionError, TaskNotFoundError):
                     log.debug("task %s changed while being swept", info.task_id)

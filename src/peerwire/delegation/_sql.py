@@ -123,9 +123,12 @@ NEXT_SEQ = "SELECT COALESCE(MAX(seq), 0) + 1 FROM delegations WHERE tenant = ? A
 
 
 def select_entries(
-    tenant: str | None, scope: str | None, statuses: Iterable[EntryStatus] | None
+    tenant: str | None,
+    scope: str | None,
+    statuses: Iterable[EntryStatus] | None,
+    with_end: bool = False,
 ) -> tuple[str, list[Any]]:
-    where: list[str] = []
+    where: list[str] = [] if with_end else ["kind <> 'end'"]
     values: list[Any] = []
     if tenant is not None:
         where.append("tenant = ?")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import msgspec
@@ -28,7 +29,7 @@ from ..errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from ..protocol import INTERRUPTED, is_terminal
+from ..protocol import INTERRUPTED, INTERRUPTED_REASON, is_terminal, status_reason
 from ..types import (
     Message,
     Part,
@@ -39,7 +40,13 @@ from ..types import (
     decode,
     encode,
 )
-from .entries import CANCEL_UNCONFIRMED, EntryStatus, LedgerEntry, drawn_context
+from .entries import (
+    CANCEL_UNCONFIRMED,
+    RUN_ENDED_STATUSES,
+    EntryStatus,
+    LedgerEntry,
+    drawn_context,
+)
 from .errors import DelegationError
 from .outcomes import (
     Canceled,
@@ -123,6 +130,9 @@ class Delegation:
         self._entry = entry
         # One follower at a time: two awaits of result() share the same following.
         self._lock = asyncio.Lock()
+        # A compensation's run: what its failed end writes with it (the run counted, the
+        # next one scheduled), so outcome and next state are one transition.
+        self._run_ended: Callable[[LedgerEntry], dict[str, object]] | None = None
 
     def __repr__(self) -> str:
         entry = self._entry
@@ -462,12 +472,12 @@ class Delegation:
                 await asyncio.sleep(self._owner.cancel_within / 2)
                 found = await self._look_for_sent()
             if found is None:
-                await self._settle(
+                return await self._settle_cancel(
+                    reason,
                     EntryStatus.CANCELED,
                     f"{reason} (before the agent was known to have a task for it)",
                     cause="",
                 )
-                return self._final_outcome()
             await self._note(found)
             if self._settled():
                 return self._final_outcome()
@@ -481,13 +491,13 @@ class Delegation:
             except (A2AError, ClientError) as exc:
                 return await self._cancel_unconfirmed(reason, _text(exc))
         except TaskNotFoundError as exc:
-            await self._settle(
+            return await self._settle_cancel(
+                reason,
                 EntryStatus.FAILED,
                 f"{reason}: {entry.agent} no longer knows task {entry.remote_task_id} "
                 f"({_text(exc)})",
                 cause="not_found",
             )
-            return self._final_outcome()
         except (A2AError, ClientError) as exc:
             if isinstance(exc, _DROPS):
                 await self._owner.connector.forget(entry.agent)
@@ -503,6 +513,16 @@ class Delegation:
             )
             return Canceled(self.key, self.agent, self.remote_task_id, self._entry.reason, task)
         return self._final_outcome()
+
+    async def _settle_cancel(
+        self, reason: str, status: EntryStatus, text: str, **changes: object
+    ) -> Outcome:
+        """Settle a cancel's end; when another write came first and left the entry open
+        (the send recorded its remote task meanwhile), cancel what the entry is now: a
+        handle that lost the race never settles on what it saw before."""
+        if await self._settle(status, text, **changes) or self._settled():
+            return self._final_outcome()
+        return await self._cancel(reason)
 
     async def _cancel_unconfirmed(self, reason: str, why: str) -> Outcome:
         """The entry stays as it is (open), flagged: the hub keeps canceling it."""
@@ -530,7 +550,8 @@ class Delegation:
             # Canceled by us for the deadline: recorded as timed out, with the agent's answer.
             await self._settle(EntryStatus.TIMED_OUT, f"{why}; canceled at the agent")
         elif isinstance(outcome, Failed) and outcome.cause == "unreachable":
-            await self._update(reason=f"{why}; {outcome.reason}")
+            # The cancel's reason already starts with "timed out: <why>".
+            await self._update(reason=outcome.reason)
         else:
             return outcome  # it ended on its own first: that outcome stands
         self._owner.observer.count("timed_out")
@@ -550,10 +571,16 @@ class Delegation:
     ) -> None:
         """Register this step's undo: a delegation of ``message`` to ``agent``, run if the
         parent task does not complete (or on ``compensate()``), newest registration first.
-        Registering again (a replay) is a no-op."""
+        Registering again (a replay) is a no-op. The undo must be idempotent: it runs for
+        every step that may have acted, at least once (``Undo``)."""
         await self._owner.register_compensation(self._entry, agent, message, key=key)
 
     # -- the entry --------------------------------------------------------------------------
+
+    def _adopt(self, entry: LedgerEntry) -> None:
+        """Hold ``entry``, read from the store, if it is newer than what this handle holds."""
+        if entry.id == self._entry.id and entry.version > self._entry.version:
+            self._entry = entry
 
     async def _client(self) -> Client:
         return await self._owner.connector.client(self._entry.agent)
@@ -566,7 +593,16 @@ class Delegation:
         seen of the remote task) are written over the fresh row."""
         while True:
             base = self._entry
-            stored = await self._owner.store.save(base.replace(**changes, updated_at=time.time()))
+            more: dict[str, object] = {}
+            if (
+                self._run_ended is not None
+                and changes.get("status") in RUN_ENDED_STATUSES
+                and base.status not in RUN_ENDED_STATUSES
+            ):
+                more = self._run_ended(base)
+            stored = await self._owner.store.save(
+                base.replace(**changes, **more, updated_at=time.time())
+            )
             if stored is not None:
                 self._entry = stored
                 return True
@@ -581,8 +617,8 @@ class Delegation:
             if "status" in changes and fresh.status is not base.status:
                 return False
 
-    async def _settle(self, status: EntryStatus, reason: str, **changes: object) -> None:
-        await self._update(status=status, reason=reason, **changes)
+    async def _settle(self, status: EntryStatus, reason: str, **changes: object) -> bool:
+        return await self._update(status=status, reason=reason, **changes)
 
     async def _note(self, task: Task, *, reason: str | None = None) -> None:
         """Record what was seen of the remote task (settling the entry if it is final)."""
@@ -607,7 +643,7 @@ class Delegation:
             changes["reason"] = (
                 reason if reason and final is EntryStatus.CANCELED else _status_text(task, final)
             )
-            changes["cause"] = "task_failed" if final is EntryStatus.FAILED else ""
+            changes["cause"] = _failure_cause(task) if final is EntryStatus.FAILED else ""
         elif self._entry.status is EntryStatus.INTENT:
             changes["status"] = EntryStatus.OPEN
         await self._update(**changes)
@@ -662,6 +698,14 @@ def _task_of(entry: LedgerEntry) -> Task | None:
     if entry.result_kind != "task" or not entry.result:
         return None
     return decode(entry.result, Task)
+
+
+def _failure_cause(task: Task) -> FailureCause:
+    """A FAILED remote task's cause: ``interrupted`` when its agent says its process stopped
+    while it worked (``protocol.reasons``), else ``task_failed``."""
+    if status_reason(task.status.message) == INTERRUPTED_REASON:
+        return "interrupted"
+    return "task_failed"
 
 
 def _status_text(task: Task, status: EntryStatus) -> str:

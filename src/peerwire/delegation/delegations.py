@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -27,6 +28,7 @@ from .entries import (
     END_KEY,
     OPEN_STATUSES,
     PENDING_UNDO_STATUSES,
+    RUN_ENDED_STATUSES,
     EntryKind,
     EntryStatus,
     Follow,
@@ -52,12 +54,22 @@ _ENDS = {
 }
 
 
+# A compensation's next run's messageId, from its previous run's (``_fresh_attempt``).
+_RUN_IDS = uuid.UUID("0d6f3b2a-9c41-4e8d-b7a5-2f1e6c9d8a30")
+
+
 @dataclass(frozen=True, slots=True)
 class Undo:
     """How to undo a step: a delegation of ``message`` to ``agent`` (its URL), run when the
     parent does not complete (``delegate(..., compensate=Undo(...))``,
     ``Call(..., compensate=...)``; the same as ``Delegation.compensate_with``). ``key``
-    names it in the ledger (default ``"<step key>/undo"``)."""
+    names it in the ledger (default ``"<step key>/undo"``).
+
+    An undo must be idempotent and tolerate finding nothing to undo: it runs for every step
+    that may have acted (a remote task FAILED, interrupted, or of unknown fate counts), and
+    at least once. Its ``messageId`` is drawn by the ledger and resent unchanged by a retry
+    that may not have reached the agent, so a peerwire agent (idempotent sends) does it once
+    (docs/DELEGATION.md, "Undos are at least once")."""
 
     agent: str
     message: str | Message
@@ -230,10 +242,12 @@ class Delegations:
         """What the ledger holds for this scope, oldest first (``open_only``: still open;
         the parent's ``end`` row only with ``kind="end"``)."""
         found = await self.store.entries(
-            tenant=self.tenant, scope=self.scope, statuses=OPEN_STATUSES if open_only else None
+            tenant=self.tenant,
+            scope=self.scope,
+            statuses=OPEN_STATUSES if open_only else None,
+            with_end=kind == "end",
         )
-        # The parent's end row is listed only when asked for by its kind.
-        return [e for e in found if e.kind == kind or (kind is None and e.kind != "end")]
+        return [e for e in found if kind is None or e.kind == kind]
 
     async def open(self) -> list[Delegation]:
         """Handles on every step still open, to follow on (``result()``) after a restart."""
@@ -243,6 +257,9 @@ class Delegations:
         handle = self._handles.get(entry.key)
         if handle is None or handle.entry.id != entry.id:
             handle = self._handles[entry.key] = Delegation(self, entry)
+        elif entry.version > handle.entry.version:
+            # Read fresher than the handle holds (another writer): act on what is stored.
+            handle._adopt(entry)
         return handle
 
     # -- canceling --------------------------------------------------------------------------
@@ -411,10 +428,13 @@ class Delegations:
 
     async def _run_compensation(self, entry: LedgerEntry, attempts: int) -> Outcome:
         while True:
-            wait = entry.next_attempt_at - time.time()
-            if entry.status is EntryStatus.DUE and wait > 0:
-                await asyncio.sleep(wait)
-            if entry.status is EntryStatus.DUE:
+            if entry.status in RUN_ENDED_STATUSES and entry.runs >= attempts:
+                # Its last run failed (recorded with its count): the dead-letter list.
+                return await self._bury(entry, attempts)
+            if entry.status is EntryStatus.DUE or entry.status in RUN_ENDED_STATUSES:
+                wait = entry.next_attempt_at - time.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
                 claimed = await self.store.save(
                     _fresh_attempt(entry, time.time() + self.compensation_timeout)
                 )
@@ -424,6 +444,7 @@ class Delegations:
                 entry = claimed
             # A handle of its own for each run: an earlier run's handle holds its outcome.
             handle = self._handles[entry.key] = Delegation(self, entry)
+            handle._run_ended = self._count_run
             self.observer.count("compensation_run")
             outcome = await handle.result()
             entry = handle.entry
@@ -432,32 +453,53 @@ class Delegations:
             if entry.is_open:  # stalled, or could not be followed: stop it before retrying
                 await handle.cancel(f"compensation run failed: {outcome.describe()}")
                 entry = handle.entry
-            runs = entry.runs + 1
             self.observer.count("compensation_failed")
-            if runs >= attempts:
-                dead = await self.store.save(
-                    entry.replace(
-                        status=EntryStatus.DEAD,
-                        runs=runs,
-                        updated_at=time.time(),
-                        reason=f"gave up after {runs} run(s): {outcome.describe()}",
-                    )
-                )
-                if dead is not None:
-                    self.observer.count("dead_letter")
-                return outcome
+            if entry.status in RUN_ENDED_STATUSES:
+                continue  # counted and scheduled with its outcome, in one write
+            # Still open (its cancel not confirmed): counted, and made due again or dead,
+            # in one write.
+            counted = self._count_run(entry)
+            last = entry.runs + 1 >= attempts
             again = await self.store.save(
                 entry.replace(
-                    status=EntryStatus.DUE,
-                    runs=runs,
+                    status=EntryStatus.DEAD if last else EntryStatus.DUE,
+                    reason=(
+                        f"gave up after {entry.runs + 1} run(s): {outcome.describe()}"
+                        if last
+                        else f"run {entry.runs + 1} failed: {outcome.describe()}"
+                    ),
                     updated_at=time.time(),
-                    next_attempt_at=time.time() + self.compensation_backoff * 2 ** (runs - 1),
-                    reason=f"run {runs} failed: {outcome.describe()}",
+                    **counted,
                 )
             )
             if again is None:
                 return await self._outcome_elsewhere(entry)
+            if last:
+                self.observer.count("dead_letter")
+                return outcome
             entry = again
+
+    def _count_run(self, entry: LedgerEntry) -> dict[str, object]:
+        """What a failed run writes with its outcome: the run counted, the next scheduled."""
+        runs = entry.runs + 1
+        return {
+            "runs": runs,
+            "next_attempt_at": time.time() + self.compensation_backoff * 2 ** (runs - 1),
+        }
+
+    async def _bury(self, entry: LedgerEntry, attempts: int) -> Outcome:
+        """A compensation whose runs all failed: DEAD (``--dead``), its last outcome."""
+        outcome = outcome_of(entry) or await self._outcome_elsewhere(entry)
+        dead = await self.store.save(
+            entry.replace(
+                status=EntryStatus.DEAD,
+                updated_at=time.time(),
+                reason=f"gave up after {entry.runs} run(s): {outcome.describe()}",
+            )
+        )
+        if dead is not None:
+            self.observer.count("dead_letter")
+        return outcome
 
     async def _outcome_elsewhere(self, entry: LedgerEntry) -> Outcome:
         """A compensation another runner took over: its outcome as recorded so far."""
@@ -560,12 +602,22 @@ async def _fan_out(handles: list[Delegation], on_failure: OnFailure) -> list[Out
 
 
 def _may_have_acted(step: LedgerEntry) -> bool:
-    """Whether a step may have done something at its agent, so its undo must run."""
+    """Whether a step may have done something at its agent, so its undo must run.
+
+    Only what is known to have done nothing is spared: a message the agent refused (an A2A
+    error: no task), a task it rejected, a step never sent. Everything of unknown effect
+    counts as acted: a remote task FAILED (interrupted by its agent's restart, or failing
+    after it may have begun: the agent's word that it failed is not that it did nothing), a
+    cancel not confirmed (the step still open), a send whose fate is unknown (sent, no task
+    recorded), an answer that was not A2A, a task the agent lost. An undo must tolerate
+    finding nothing to undo (docs/DELEGATION.md)."""
     if step.status in (EntryStatus.COMPLETED, EntryStatus.TIMED_OUT, EntryStatus.OPEN):
         return True
+    if step.status is EntryStatus.FAILED:
+        return step.cause != "refused" and (bool(step.remote_task_id) or step.attempts > 0)
     if step.status in (EntryStatus.INTENT, EntryStatus.CANCELED):
         return bool(step.remote_task_id) or step.attempts > 0
-    return False  # failed or rejected at the agent: nothing was done there
+    return False  # rejected at the agent: it decided not to do it
 
 
 def _fresh_attempt(entry: LedgerEntry, deadline_at: float) -> LedgerEntry:
@@ -579,7 +631,9 @@ def _fresh_attempt(entry: LedgerEntry, deadline_at: float) -> LedgerEntry:
     }
     if entry.remote_task_id:
         message = decode(entry.message, Message)
-        message_id = new_id()
+        # Derived from the run before's id: the next run's idempotency key is fixed by the
+        # row, whoever claims it (and a crash after the claim resends this very id).
+        message_id = str(uuid.uuid5(_RUN_IDS, entry.message_id))
         again = Message(
             message_id=message_id,
             role=Role.USER,

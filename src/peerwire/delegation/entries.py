@@ -23,6 +23,7 @@ __all__ = [
     "END_KEY",
     "OPEN_STATUSES",
     "PENDING_UNDO_STATUSES",
+    "RUN_ENDED_STATUSES",
     "SETTLED_UNDO_STATUSES",
     "EntryKind",
     "EntryStatus",
@@ -75,18 +76,16 @@ class EntryStatus(StrEnum):
 OPEN_STATUSES = frozenset({EntryStatus.INTENT, EntryStatus.OPEN})
 """Entries with a remote task that may still be running (or about to be)."""
 
-PENDING_UNDO_STATUSES = frozenset(
-    {
-        EntryStatus.DUE,
-        EntryStatus.INTENT,
-        EntryStatus.OPEN,
-        # A run that ended without completing, its next state (due again, or dead) not yet
-        # recorded (a process stopped in between): still to be decided, so still pending.
-        EntryStatus.FAILED,
-        EntryStatus.REJECTED,
-        EntryStatus.CANCELED,
-        EntryStatus.TIMED_OUT,
-    }
+RUN_ENDED_STATUSES = frozenset(
+    {EntryStatus.FAILED, EntryStatus.REJECTED, EntryStatus.CANCELED, EntryStatus.TIMED_OUT}
+)
+"""A compensation's statuses after a run that did not complete it: written with the run
+counted (``runs``) and the next one scheduled (``next_attempt_at``) in the same write, so the
+row says what comes next (another run, or the dead-letter list once ``runs`` reaches the
+attempts) whenever the process stops."""
+
+PENDING_UNDO_STATUSES = (
+    frozenset({EntryStatus.DUE, EntryStatus.INTENT, EntryStatus.OPEN}) | RUN_ENDED_STATUSES
 )
 """A compensation's statuses while it is still to run, running, or between runs."""
 

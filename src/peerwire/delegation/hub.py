@@ -120,7 +120,7 @@ class DelegationHub:
         nothing."""
         scope = self._active.pop(task_id, None)
         if scope is None or not scope._handles:
-            if not await self.store.entries(tenant=tenant, scope=task_id):
+            if not await self.store.entries(tenant=tenant, scope=task_id, with_end=True):
                 return state
             scope = scope or self._scope(task_id, tenant)
         decided, first = await scope.record_end(state)

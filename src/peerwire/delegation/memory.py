@@ -55,6 +55,7 @@ class MemoryLedgerStore(LedgerStore):
         tenant: str | None = None,
         scope: str | None = None,
         statuses: Iterable[EntryStatus] | None = None,
+        with_end: bool = False,
     ) -> list[LedgerEntry]:
         wanted = None if statuses is None else frozenset(statuses)
         found = [
@@ -63,5 +64,6 @@ class MemoryLedgerStore(LedgerStore):
             if (tenant is None or entry.tenant == tenant)
             and (scope is None or entry.scope == scope)
             and (wanted is None or entry.status in wanted)
+            and (with_end or entry.kind != "end")
         ]
         return sorted(found, key=lambda e: (e.tenant, e.scope, e.seq))

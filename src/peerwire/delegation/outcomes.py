@@ -22,11 +22,16 @@ __all__ = [
     "TimedOut",
 ]
 
-FailureCause = Literal["task_failed", "refused", "unreachable", "not_found", "invalid_response"]
-"""Why a delegation failed: the remote task failed; the agent refused the message (an A2A
-error); the agent could not be reached (the task may or may not exist there: see
-docs/DELEGATION.md, the exactly-once window); the agent no longer knows the task; the
-agent answered something that is not A2A."""
+FailureCause = Literal[
+    "task_failed", "interrupted", "refused", "unreachable", "not_found", "invalid_response"
+]
+"""Why a delegation failed: the remote task failed; the remote task failed because its
+agent's process stopped while it worked (the status says ``INTERRUPTED``,
+``peerwire.protocol.reasons``: it may have acted first); the agent refused the message (an
+A2A error: nothing was done); the agent could not be reached (the task may or may not exist
+there: see docs/DELEGATION.md, the exactly-once window); the agent no longer knows the task;
+the agent answered something that is not A2A. Every cause but ``refused`` may have acted:
+the step's undo runs (docs/DELEGATION.md, "What may have acted")."""
 
 
 @dataclass(frozen=True, slots=True)

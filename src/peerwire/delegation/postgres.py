@@ -115,8 +115,9 @@ class PostgresLedgerStore(LedgerStore):
         tenant: str | None = None,
         scope: str | None = None,
         statuses: Iterable[EntryStatus] | None = None,
+        with_end: bool = False,
     ) -> list[LedgerEntry]:
-        statement, values = _sql.select_entries(tenant, scope, statuses)
+        statement, values = _sql.select_entries(tenant, scope, statuses, with_end)
         rows = await self._ready().fetch(_sql.numbered(statement), *values)
         return [_sql.entry_from_row(tuple(row)) for row in rows]
 

@@ -118,8 +118,9 @@ class SQLiteLedgerStore(LedgerStore):
         tenant: str | None = None,
         scope: str | None = None,
         statuses: Iterable[EntryStatus] | None = None,
+        with_end: bool = False,
     ) -> list[LedgerEntry]:
-        statement, values = _sql.select_entries(tenant, scope, statuses)
+        statement, values = _sql.select_entries(tenant, scope, statuses, with_end)
         rows = await self._run(lambda connection: connection.execute(statement, values).fetchall())
         return [_sql.entry_from_row(row) for row in rows]
 

@@ -53,5 +53,8 @@ class LedgerStore(abc.ABC):
         tenant: str | None = None,
         scope: str | None = None,
         statuses: Iterable[EntryStatus] | None = None,
+        with_end: bool = False,
     ) -> list[LedgerEntry]:
-        """Entries matching every filter given (``None``: any), by scope then ``seq``."""
+        """Entries matching every filter given (``None``: any), by scope then ``seq``; a
+        scope's ``end`` row (how its parent ended: a decision, not a delegation) only with
+        ``with_end``."""

@@ -59,7 +59,7 @@ class LedgerView:
         """What the ledger holds for ``task_id`` (its scope), grouped per agent."""
         if not task_id.strip():
             raise InspectorError("a task id is needed")
-        entries = await self.store.entries(scope=task_id)
+        entries = await self.store.entries(scope=task_id, with_end=True)
         return describe_delegations(task_id, entries)
 
 

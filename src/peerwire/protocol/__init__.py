@@ -3,8 +3,9 @@
 Nothing here performs I/O or imports asyncio, httpx, starlette, uvicorn or grpc (a test checks
 this): the state machine (``states``), which task a message continues (``continuation``),
 folding events into tasks (``fold``), ``historyLength`` (``history``), ListTasks paging
-(``paging``), service-parameter negotiation (``negotiation``) and the refusal of a
-subscription to a finished task (``subscription``).
+(``paging``), service-parameter negotiation (``negotiation``), the refusal of a
+subscription to a finished task (``subscription``) and the machine-readable reason a status
+message carries (``reasons``).
 """
 
 from .continuation import Continue, NewTask, no_longer_waiting, resolve_continuation
@@ -20,6 +21,12 @@ from .negotiation import (
     parse_extensions,
 )
 from .paging import ListQuery, list_query, select_page, sort_key
+from .reasons import (
+    INTERRUPTED_REASON,
+    STATUS_REASON_KEY,
+    status_reason,
+    status_reason_metadata,
+)
 from .states import (
     ACTIVE,
     INITIAL,
@@ -38,7 +45,9 @@ __all__ = [
     "ACTIVE",
     "INITIAL",
     "INTERRUPTED",
+    "INTERRUPTED_REASON",
     "PROTOCOL_VERSION",
+    "STATUS_REASON_KEY",
     "TASK_FINISHED",
     "TERMINAL",
     "Continue",
@@ -68,6 +77,8 @@ __all__ = [
     "resolve_continuation",
     "select_page",
     "sort_key",
+    "status_reason",
+    "status_reason_metadata",
     "trim_history",
     "uncovered_parts",
 ]

@@ -42,12 +42,14 @@ from ..ops.metrics import UNKNOWN_SKILL, Metrics
 from ..protocol import (
     ACTIVE,
     INTERRUPTED,
+    INTERRUPTED_REASON,
     TERMINAL,
     Event,
     TaskRecord,
     ends_blocking_wait,
     no_longer_waiting,
     resolve_continuation,
+    status_reason_metadata,
 )
 from ..types import (
     Artifact,
@@ -392,7 +394,11 @@ class Runner:
             else:
                 ended = await self._end_delegations(info.task_id, info.tenant, TaskState.FAILED)
                 await self._emit_status(
-                    info.task_id, info.context_id, ended, "interrupted by restart"
+                    info.task_id,
+                    info.context_id,
+                    ended,
+                    "interrupted by restart",
+                    reason=INTERRUPTED_REASON,
                 )
         # Tasks that ended while a process held delegations it could not settle (it died).
         await self.delegations.recover(self._parent_state)
@@ -473,7 +479,11 @@ class Runner:
         user_messages = [m for m in record.history if m.role is Role.USER]
         if not user_messages:
             await self._emit_status(
-                info.task_id, info.context_id, TaskState.FAILED, "interrupted by restart"
+                info.task_id,
+                info.context_id,
+                TaskState.FAILED,
+                "interrupted by restart",
+                reason=INTERRUPTED_REASON,
             )
             return
         skill = self.agent.route(user_messages[0])
@@ -1099,11 +1109,13 @@ class Runner:
         *,
         leading: TaskStatusUpdateEvent | None = None,
         live: _Live | None = None,
+        reason: str | None = None,
     ) -> None:
         """Record ``state`` (with ``text`` as the agent's message), after ``result``'s artifact
         when given, after ``leading`` (a deferred WORKING) when given: all in one append (one
         commit for a durable store), all published. ``live``: the handler whose outcome it
-        is (its skill and creation time go to the metrics)."""
+        is (its skill and creation time go to the metrics). ``reason``: a machine-readable
+        reason in the message's metadata (``protocol.reasons``; needs ``text``)."""
         message = None
         if text is not None:
             message = Message(
@@ -1112,6 +1124,7 @@ class Runner:
                 task_id=task_id,
                 role=Role.AGENT,
                 parts=to_parts(text),
+                metadata=None if reason is None else status_reason_metadata(reason),
             )
         event = TaskStatusUpdateEvent(
             task_id=task_id,

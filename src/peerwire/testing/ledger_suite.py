@@ -137,3 +137,11 @@ class LedgerStoreSuite:
         assert await ledger.entries(statuses=[]) == []
         assert await ledger.entries(tenant="nobody") == []
         assert {e.id for e in await ledger.entries(tenant="")} == {a.id, b.id, c.id}
+
+    async def test_entries_leave_out_the_end_row_unless_asked(self, ledger: LedgerStore) -> None:
+        step = await ledger.insert(entry("a", scope="s3"))
+        end = await ledger.insert(entry("", scope="s3", entry_id="end-s3").replace(kind="end"))
+        assert [e.id for e in await ledger.entries(scope="s3")] == [step.id]
+        with_end = await ledger.entries(scope="s3", with_end=True)
+        assert [e.id for e in with_end] == [step.id, end.id]
+        assert await ledger.entries(statuses=[end.status], scope="s3", with_end=True) == with_end

@@ -171,6 +171,8 @@ async def test_sigkill_loses_nothing_and_working_tasks_fail(tmp_path: Path) -> N
             task, old = after[name], before[name]
             assert state_of(task) == "TASK_STATE_FAILED", name
             assert status_text(task) == "interrupted by restart"
+            metadata = task["status"]["message"]["metadata"]
+            assert metadata["peerwire.dev/errorInfo"]["reason"] == "INTERRUPTED", name
             assert task["artifacts"] == old["artifacts"], name
             assert task["history"][: len(old["history"])] == old["history"], name
             assert task["history"][-1] == task["status"]["message"]
