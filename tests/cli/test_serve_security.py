@@ -105,6 +105,7 @@ def test_a_secured_agent_without_auth_is_a_one_line_error() -> None:
     [
         (["--auth", "tests.cli.serve_targets:nothing"], "has no attribute 'nothing'"),
         (["--auth", "tests.cli.serve_targets:not_a_verifier"], "nor a dict of scheme name"),
+        (["--auth", "tests.cli.serve_targets:verifiers_of"], "a function that needs arguments"),
         (["--card-signing-key", "no-such-key.pem"], "no key file or MODULE:ATTR"),
     ],
 )
@@ -129,7 +130,7 @@ async def _whoami(url: str) -> Task:
     return task
 
 
-@pytest.mark.parametrize("auth", ["verifiers", "authenticator"])
+@pytest.mark.parametrize("auth", ["verifiers", "authenticator", "vault_auth"])
 async def test_auth_and_a_signing_key_file_and_console_spans(auth: str, tmp_path: Path) -> None:
     key = tmp_path / "card-key.pem"
     key.write_bytes(

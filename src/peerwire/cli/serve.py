@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import inspect
 import json
 import os
 import sys
@@ -75,10 +76,21 @@ def load_agent(target: str) -> Agent:
 
 
 def load_auth(target: str) -> Authenticator | Mapping[str, Verifier]:
-    """``--auth MODULE:ATTR``: an ``Authenticator``, or a mapping of scheme name to verifier."""
+    """``--auth MODULE:ATTR``: an ``Authenticator``, or a mapping of scheme name to verifier,
+    or a function of no arguments returning either (called once, as the server starts: keys
+    are loaded then, not when the module is imported)."""
     from ..security import Authenticator
 
     found = load_object(target, "--auth")
+    if inspect.isfunction(found):
+        try:
+            inspect.signature(found).bind()
+        except TypeError:
+            raise typer.BadParameter(
+                f"{target!r} is a function that needs arguments; --auth calls it with none",
+                param_hint="--auth",
+            ) from None
+        found = found()
     if isinstance(found, Authenticator):
         return found
     if (
@@ -92,7 +104,7 @@ def load_auth(target: str) -> Authenticator | Mapping[str, Verifier]:
         return cast("Mapping[str, Verifier]", found)
     raise typer.BadParameter(
         f"{target!r} is neither a peerwire.security.Authenticator nor a dict of scheme "
-        f"name to Verifier (found {type(found).__name__})",
+        f"name to Verifier, nor a function returning one (found {type(found).__name__})",
         param_hint="--auth",
     )
 
@@ -312,8 +324,9 @@ def serve_command(
         str | None,
         typer.Option(
             help="The verifiers of an agent whose card declares security, as MODULE:ATTR "
-            "(loaded as the agent is): a peerwire.security.Authenticator, or a dict of "
-            "scheme name to Verifier (docs/SECURITY.md).",
+            "(loaded as the agent is): a peerwire.security.Authenticator, a dict of "
+            "scheme name to Verifier, or a function of no arguments returning either "
+            "(docs/SECURITY.md).",
             metavar="MODULE:ATTR",
         ),
     ] = None,
@@ -364,7 +377,8 @@ def serve_command(
         # What create_app would refuse, said in the CLI's terms before anything starts.
         raise SystemExit(
             f"peerwire: {agent.name!r} declares security on its card: give its verifiers "
-            "with --auth MODULE:ATTR (an Authenticator, or a dict of scheme name to Verifier)"
+            "with --auth MODULE:ATTR (an Authenticator, a dict of scheme name to Verifier, "
+            "or a function returning one)"
         )
     signer = load_card_signer(card_signing_key) if card_signing_key is not None else None
     if tracing is not None:
