@@ -254,3 +254,25 @@ async def test_under_peerwire_serve_it_opens_once_and_closes_on_sigterm(tmp_path
     queries = [line.split() for line in lines[1:-1]]
     assert [q[1] for q in queries] == ["a", "b"] and queries[0][2] == queries[1][2]
     assert process.returncode == 0
+
+
+async def test_under_peerwire_serve_a_failing_lifespan_is_one_line_and_exit_1(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pooled_agent.py").write_text(AGENT)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["JOURNAL"] = str(tmp_path / "missing" / "journal.txt")  # open() fails in the lifespan
+    process = await asyncio.create_subprocess_exec(
+        *[PEERWIRE, "serve", "pooled_agent:agent", "--port", "0"],
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(WAIT_S):
+        _, stderr = await process.communicate()
+    assert process.returncode == 1
+    assert stderr.decode().strip().splitlines()[-1] == (
+        "peerwire: agent 'Pooled': its lifespan failed to start: FileNotFoundError: "
+        f"[Errno 2] No such file or directory: '{tmp_path / 'missing' / 'journal.txt'}'"
+    )
