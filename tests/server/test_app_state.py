@@ -2,11 +2,12 @@
 on shutdown (peerwire.server.app_state).
 
 On real servers: peerwire's own and uvicorn (``live_server``), mounted in Starlette and
-FastAPI on uvicorn, and a ``peerwire serve`` subprocess stopped by SIGTERM, which records
-what its lifespan did to a file. A skill gets the state by annotation (task and message
-skills) and an executor through ``ctx.app_state``; the state is entered once however many
-tasks ran, exited after a handler raised, and a lifespan that fails to start fails the
-start with ``LifespanStartError`` naming the agent and the cause.
+FastAPI on uvicorn, a ``peerwire serve`` subprocess stopped by SIGTERM, and a ``peerwire
+worker`` beside a server that runs no tasks itself (PostgreSQL and Redis, a schema and prefix
+of its own), each recording what its lifespan did to a file. A skill gets the state by
+annotation (task and message skills) and an executor through ``ctx.app_state``; the state
+is entered once however many tasks ran, exited after a handler raised, and a lifespan that
+fails to start fails the start with ``LifespanStartError`` naming the agent and the cause.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 import sys
 import textwrap
@@ -276,3 +278,77 @@ async def test_under_peerwire_serve_a_failing_lifespan_is_one_line_and_exit_1(
         "peerwire: agent 'Pooled': its lifespan failed to start: FileNotFoundError: "
         f"[Errno 2] No such file or directory: '{tmp_path / 'missing' / 'journal.txt'}'"
     )
+
+
+# -- in a peerwire worker -----------------------------------------------------------------
+
+PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+REDIS_URL = "redis://127.0.0.1:6379"
+
+
+async def test_a_peerwire_worker_opens_its_own_state_and_closes_it_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    import asyncpg
+    from redis.asyncio import Redis
+
+    (tmp_path / "pooled_agent.py").write_text(AGENT)
+    journal = tmp_path / "journal.txt"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"JOURNAL": str(journal)}
+    name = f"pwtest_as_{secrets.token_hex(6)}"
+    shared = ("--store", f"{PG_DSN}?schema={name}", "--bus", f"{REDIS_URL}?prefix={name}")
+
+    async def start(*command: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            PEERWIRE,
+            *command,
+            *shared,
+            "--log-format",
+            "json",
+            cwd=tmp_path,
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+
+    server = await start("serve", "pooled_agent:agent", "--port", "0", "--no-local-workers")
+    worker = await start("worker", "pooled_agent:agent", "--shutdown-grace", "1")
+    try:
+        assert server.stderr is not None
+        async with asyncio.timeout(WAIT_S):
+            while True:
+                raw = await server.stderr.readline()
+                assert raw, "peerwire serve ended early"
+                if b"peerwire: serving '" in raw:
+                    url = raw.split(b'"url": "')[1].split(b'"')[0].decode()
+                    break
+        async with Client.connect(url) as client:
+            for text in ("a", "b"):
+                assert (await client.send(text)).artifacts[0].text == text
+    finally:
+        for process in (worker, server):
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(WAIT_S):
+            await asyncio.gather(worker.communicate(), server.communicate())
+        connection = await asyncpg.connect(PG_DSN)
+        try:
+            await connection.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+        finally:
+            await connection.close()
+        redis = Redis.from_url(REDIS_URL)
+        try:
+            keys = [key async for key in redis.scan_iter(match=f"{name}:*", count=1000)]
+            if keys:
+                await redis.delete(*keys)
+        finally:
+            await redis.aclose()
+    lines = journal.read_text().splitlines()
+    mine = str(worker.pid)
+    by_worker = [line for line in lines if line.split()[-1] == mine or line.startswith("query ")]
+    # The worker ran both tasks on the one state it opened, and closed it on SIGTERM.
+    assert by_worker[0] == f"opened {worker.pid}" and by_worker[-1] == f"closed {worker.pid}"
+    queries = [line.split() for line in by_worker[1:-1]]
+    assert [q[1] for q in queries] == ["a", "b"] and queries[0][2] == queries[1][2]
+    assert lines.count(f"opened {server.pid}") == lines.count(f"closed {server.pid}") == 1
+    assert (worker.returncode, server.returncode) == (0, 0)
