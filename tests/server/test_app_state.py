@@ -28,6 +28,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from peerwire import Agent, Client, Message, TaskContext, TaskState, create_app
+from peerwire.errors import ServerBusyError
 from peerwire.server import AppStateUnavailableError, LifespanStartError
 from peerwire.testing import live_server
 from peerwire.types import Part, Role
@@ -163,6 +164,49 @@ async def test_mounted_the_state_opens_with_the_first_request(host: str) -> None
         assert len(journal.opened) == 1 and not journal.closed
     assert said == EXPECTED
     assert journal.closed == journal.opened
+
+
+async def test_mounted_a_failing_start_is_refused_typed_then_tried_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failing = Journal()
+    sock = free_socket()
+    base = url_of(sock)
+    agent = pooled(failing, fail_start=True)
+    with on_uvicorn(Starlette(routes=[Mount("/a2a", app=create_app(agent))]), sock):
+        async with Client.connect(f"{base}/a2a") as client:
+            with pytest.raises(ServerBusyError, match="could not start"):
+                await client.send("a", skill="query")
+        causes = [r.exc_info[1] for r in caplog.records if r.exc_info and r.exc_info[1]]
+        assert any(isinstance(cause, LifespanStartError) for cause in causes), "logged"
+        assert not failing.opened
+    # A lifespan that starts on a later try: a later request starts it (one state, closed).
+    journal = Journal()
+    attempts: list[int] = []
+
+    @contextlib.asynccontextmanager
+    async def flaky(agent: Agent) -> AsyncIterator[Pool]:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ConnectionRefusedError("not yet")
+        pool = Pool()
+        journal.opened.append(pool)
+        yield pool
+        journal.closed.append(pool)
+
+    later = Agent("Later", lifespan=flaky)
+
+    @later.skill()
+    async def query(text: str, pool: Pool) -> str:
+        return f"{text} on pool {journal.opened.index(pool)}"
+
+    sock = free_socket()
+    base = url_of(sock)
+    with on_uvicorn(Starlette(routes=[Mount("/a2a", app=create_app(later))]), sock):
+        async with Client.connect(f"{base}/a2a") as client:
+            # Refused while it fails (ServerBusyError, which the client retries): started then.
+            assert (await client.send("b")).artifacts[0].text == "b on pool 0"
+    assert len(attempts) == 2 and journal.closed == journal.opened
 
 
 def test_a_skill_parameter_of_another_type_is_refused_at_decoration() -> None:
