@@ -25,6 +25,7 @@ import anyio
 import httpx
 import pytest
 
+from peerwire.errors import PeerwireError
 from peerwire.testing import live_server
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
@@ -294,6 +295,19 @@ async def test_validation(example: Load, capsys: pytest.CaptureFixture[str]) -> 
         "[pt] good morning",
         "refused: Cannot translate into 'de'; supported: en, fr, pt",
     ]
+
+
+async def test_app_state(example: Load, capsys: pytest.CaptureFixture[str]) -> None:
+    module = example("app_state_example")
+    async with live_server(module.agent) as url:
+        await module.main(url)
+    assert printed(capsys) == [
+        "widget: 12 in stock (lookup 1)",
+        "gadget: 0 in stock (lookup 2)",
+        "2 lookups so far",
+    ]
+    with pytest.raises(PeerwireError, match="its lifespan is not running"):
+        print(module.agent.app_state)  # closed on shutdown
 
 
 async def test_logging(example: Load, caplog: pytest.LogCaptureFixture) -> None:

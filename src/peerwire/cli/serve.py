@@ -17,7 +17,7 @@ import typer
 
 from ..httpd import HTTPLimits, ServerTLS
 from ..ops.metrics import metrics_available
-from ..server import Agent, PushSettings, serve
+from ..server import Agent, LifespanStartError, PushSettings, serve
 from ..server.app import INTERFACE_NAMES
 from ..server.stores import TaskStore, open_store
 from ._app import app
@@ -383,41 +383,45 @@ def serve_command(
     signer = load_card_signer(card_signing_key) if card_signing_key is not None else None
     if tracing is not None:
         install_tracing(tracing, agent.name)
-    serve(
-        agent,
-        auth=verifiers,
-        signing_key=signer,
-        host=host,
-        port=port,
-        public_url=public_url,
-        trusted_proxies=_trusted_proxies(trusted_proxy or [], public_url),
-        log_level=log_level,
-        log_format=log_format.value,
-        access_log=access_log,
-        store=task_store,
-        bus=bus,
-        queue=queue,
-        local_workers=local_workers,
-        max_working=max_working,
-        shutdown_grace=shutdown_grace,
-        max_body_bytes=max_body_bytes,
-        lenient_version=lenient_version,
-        serve_v03=v03,
-        v03_file_bytes=v03_file_bytes.value,
-        grpc=grpc,
-        grpc_port=grpc_port,
-        grpc_public_address=grpc_public_address,
-        interface_order=_interface_names(interfaces),
-        push=push_settings,
-        tls=tls,
-        http=http.value,
-        http_limits=http_limits,
-        metrics=metrics,
-        metrics_port=metrics_port,
-        metrics_host=host,
-        metrics_token=metrics_token,
-        message_retention=timedelta(hours=message_retention) if message_retention else None,
-    )
+    try:
+        serve(
+            agent,
+            auth=verifiers,
+            signing_key=signer,
+            host=host,
+            port=port,
+            public_url=public_url,
+            trusted_proxies=_trusted_proxies(trusted_proxy or [], public_url),
+            log_level=log_level,
+            log_format=log_format.value,
+            access_log=access_log,
+            store=task_store,
+            bus=bus,
+            queue=queue,
+            local_workers=local_workers,
+            max_working=max_working,
+            shutdown_grace=shutdown_grace,
+            max_body_bytes=max_body_bytes,
+            lenient_version=lenient_version,
+            serve_v03=v03,
+            v03_file_bytes=v03_file_bytes.value,
+            grpc=grpc,
+            grpc_port=grpc_port,
+            grpc_public_address=grpc_public_address,
+            interface_order=_interface_names(interfaces),
+            push=push_settings,
+            tls=tls,
+            http=http.value,
+            http_limits=http_limits,
+            metrics=metrics,
+            metrics_port=metrics_port,
+            metrics_host=host,
+            metrics_token=metrics_token,
+            message_retention=timedelta(hours=message_retention) if message_retention else None,
+        )
+    except LifespanStartError as exc:
+        # The agent's own code failed to start: said in one line with its cause.
+        raise SystemExit(f"peerwire: {exc}") from None
 
 
 def _trusted_proxies(entries: list[str], public_url: str | None) -> tuple[str, ...]:

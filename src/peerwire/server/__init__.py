@@ -8,6 +8,7 @@ applies to every webhook URL, usable on its own (``WebhookRefused`` says why a U
 
 from .agent import Agent, AgentExecutor, Skill, Validator, default_router
 from .app import Listening, create_app, serve
+from .app_state import AppStateUnavailableError, Lifespan, LifespanStartError
 from .asgi import A2AApp
 from .context import Caller, TaskContext
 from .dispatch import CallContext, Dispatcher, TaskStream
@@ -21,9 +22,12 @@ __all__ = [
     "A2AApp",
     "Agent",
     "AgentExecutor",
+    "AppStateUnavailableError",
     "CallContext",
     "Caller",
     "Dispatcher",
+    "Lifespan",
+    "LifespanStartError",
     "Listening",
     "PushSettings",
     "Resolver",

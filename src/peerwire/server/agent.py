@@ -3,7 +3,9 @@
 A skill's parameters say what it receives, by annotation: ``str`` the message's joined text,
 ``dict`` its first data part, ``Message`` the message itself, ``TaskContext`` the context.
 Its return value is its result: ``str`` a text artifact, ``dict``/``list`` a data artifact,
-``None`` when the skill finished the task itself through the context. A skill annotated to
+``None`` when the skill finished the task itself through the context. With
+``Agent(lifespan=...)``, a parameter annotated with the type the lifespan yields receives the
+app state (``server.app_state``). A skill annotated to
 return ``Message`` is a *message skill*: it answers with a direct message and creates no task.
 Raising fails the task with the exception's message. A message skill has no task to fail:
 one that raises an ``A2AError`` (``raise InvalidParamsError("...")``) answers with that error;
@@ -37,6 +39,7 @@ from ..types import (
     SecurityScheme,
     StringList,
 )
+from .app_state import AppState, AppStateUnavailableError, Lifespan
 from .context import Caller, TaskContext
 
 __all__ = ["Agent", "AgentExecutor", "Router", "Skill", "Validator", "default_router"]
@@ -134,6 +137,7 @@ class Agent:
         validate: Validator | None = None,
         max_text_chars: int | None = None,
         enforce_input_modes: bool = True,
+        lifespan: Lifespan | None = None,
     ) -> None:
         """``task_timeout``: seconds a skill may work on a task (not counting waits in
         ``ctx.ask``) before the task fails (its ``on_cancel`` hook runs first); for a
@@ -149,6 +153,10 @@ class Agent:
         ``input_modes`` (or, when it declares none, ``default_input_modes``) do not cover
         (``protocol.media``: ``*/*`` and ``text/*`` are honoured). ``False`` hands every
         part to the skill, whatever the card declares.
+
+        ``lifespan``: ``lifespan(agent)``, an async context manager opening what the skills
+        share and yielding it (the app state), entered once per process before the first
+        task runs and exited on shutdown (``server.app_state``).
         """
         self.name = name
         self.description = description or name
@@ -168,6 +176,8 @@ class Agent:
         self.task_timeout = task_timeout
         self.on_restart: RestartPolicy = on_restart
         self._router: Router | None = router
+        self.lifespan: AppState | None = None if lifespan is None else AppState(lifespan, name)
+        """The agent's lifespan, which the runners of its server or worker enter."""
         self._skills: dict[str, Skill] = {}
         self.validators: tuple[Validator, ...] = ()
         """What ``validate`` added, run in that order on every incoming message."""
@@ -212,7 +222,8 @@ class Agent:
         def register(function: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             if not inspect.iscoroutinefunction(function):
                 raise TypeError(f"skill {function.__name__} must be an async function")
-            arguments, replies = _signature(function)
+            state_type = None if self.lifespan is None else self.lifespan.state_type
+            arguments, replies = _signature(function, state_type)
             skill_id = id or function.__name__
             doc = inspect.getdoc(function) or ""
             self._add(
@@ -322,6 +333,14 @@ class Agent:
         self._skills[skill.id] = skill
 
     # -- using them ----------------------------------------------------------------------
+
+    @property
+    def app_state(self) -> Any:
+        """What the running lifespan yielded (``AppStateUnavailableError`` when it is not
+        running, or the agent has none)."""
+        if self.lifespan is None:
+            raise AppStateUnavailableError(f"agent {self.name!r} has no lifespan (lifespan=)")
+        return self.lifespan.value
 
     @property
     def skills(self) -> tuple[Skill, ...]:
@@ -517,17 +536,23 @@ def _replace(skill: Skill, **changes: Any) -> Skill:
     return replace(skill, **changes)
 
 
-def _signature(function: Callable[..., Any]) -> tuple[tuple[str, ...], bool]:
-    """What each parameter receives, and whether the skill replies with a Message."""
+def _signature(
+    function: Callable[..., Any], state_type: type | None = None
+) -> tuple[tuple[str, ...], bool]:
+    """What each parameter receives, and whether the skill replies with a Message
+    (``state_type``: the lifespan's, whose parameters receive the app state)."""
     hints = typing.get_type_hints(function)
     arguments = []
     for parameter in inspect.signature(function).parameters.values():
         annotation = hints.get(parameter.name)
         kind = _INJECTABLE.get(typing.get_origin(annotation) or annotation)  # type: ignore[arg-type]
+        if kind is None and state_type is not None and annotation is state_type:
+            kind = "state"
         if kind is None:
+            state = "" if state_type is None else f" or {state_type.__name__} (the app state)"
             raise TypeError(
                 f"parameter {parameter.name!r} of skill {function.__name__} must be annotated "
-                "str, dict, Message or TaskContext"
+                f"str, dict, Message, TaskContext{state}"
             )
         arguments.append(kind)
     return tuple(arguments), hints.get("return") is Message

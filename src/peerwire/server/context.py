@@ -172,6 +172,8 @@ class _Driver(Protocol):
 
     async def recorded_callers(self, ctx: TaskContext) -> Mapping[str, bytes]: ...
 
+    def app_state(self) -> Any: ...
+
 
 PartsLike = str | dict[str, Any] | list[Any] | Part | Sequence[Part]
 
@@ -227,6 +229,13 @@ class TaskContext:
         self._caller: Caller | None = None
         # Artifacts added without an id so far: the next one's step (``step_id``).
         self._artifact_steps = 0
+
+    @property
+    def app_state(self) -> Any:
+        """What the agent's lifespan yielded (``Agent(lifespan=...)``); a skill may take it
+        by a parameter annotated with its type instead. ``AppStateUnavailableError`` when
+        the agent has no lifespan."""
+        return self._driver.app_state()
 
     @property
     def caller(self) -> Caller:

@@ -632,7 +632,10 @@ class Dispatcher:
         """Run a message skill inline: it answers directly and creates no task."""
         assert skill.function is not None
         context_id = context_id or new_id()
-        arguments = [_message_argument(kind, message) for kind in skill.arguments]
+        arguments = [
+            self.agent.app_state if kind == "state" else _message_argument(kind, message)
+            for kind in skill.arguments
+        ]
         limit = self.agent.task_timeout
         try:
             with anyio.fail_after(limit) as scope:

@@ -261,6 +261,18 @@ class Runner:
 
     async def __aenter__(self) -> Runner:
         self._loop = asyncio.get_running_loop()
+        # First: a lifespan that fails to start leaves nothing of the runner's open.
+        if self.agent.lifespan is not None:
+            await self.agent.lifespan.enter(self.agent)
+        try:
+            await self._open()
+        except BaseException:
+            if self.agent.lifespan is not None:
+                await self.agent.lifespan.exit()
+            raise
+        return self
+
+    async def _open(self) -> None:
         if self.metrics is not None:
             # The tasks waiting for their client, counted by the store (every process's).
             self._unwatch_store = self.metrics.watch_store(self.store.count_waiting)
@@ -270,7 +282,6 @@ class Runner:
         self._accepting = True
         if self.placement is not None:
             await self.placement.begin(self._group)
-        return self
 
     async def __aexit__(self, *exc: Any) -> None:
         group = self._group
@@ -286,7 +297,16 @@ class Runner:
                 await self._wait_tasks()
                 await group.__aexit__(None, None, None)
             finally:
-                await self.delegations.close()
+                try:
+                    await self.delegations.close()
+                finally:
+                    # Last: the handlers that used the state have stopped, whatever they raised.
+                    if self.agent.lifespan is not None:
+                        await self.agent.lifespan.exit()
+
+    def app_state(self) -> Any:
+        """``ctx.app_state``: what the agent's lifespan yielded."""
+        return self.agent.app_state
 
     def _spawn(
         self, coro: Coroutine[Any, Any, None], context: contextvars.Context | None = None
@@ -1352,6 +1372,8 @@ def _argument(kind: str, ctx: TaskContext) -> Any:
         return data if isinstance(data, dict) else {}
     if kind == "message":
         return ctx.message
+    if kind == "state":
+        return ctx.app_state
     return ctx
 
 
