@@ -82,6 +82,7 @@ from ..types import (
     TaskStatusUpdateEvent,
     now_timestamp,
 )
+from ._typed import TYPED
 from .agent import Agent, Skill
 from .bus import BusEvent, EventBus, Subscription
 from .catch_up import GapFilling
@@ -374,6 +375,7 @@ class Dispatcher:
         if skill.scopes:
             _check_scopes(skill, call)
         self.agent.check_input_modes(skill, message)
+        self.agent.check_typed_input(skill, message)
         if skill.replies_with_message:
             # A direct reply creates no task: there is nothing to push about.
             return await self._reply(skill, message, decision.context_id)
@@ -632,7 +634,7 @@ class Dispatcher:
         """Run a message skill inline: it answers directly and creates no task."""
         assert skill.function is not None
         context_id = context_id or new_id()
-        arguments = [_message_argument(kind, message) for kind in skill.arguments]
+        arguments = [_message_argument(kind, message, skill) for kind in skill.arguments]
         limit = self.agent.task_timeout
         try:
             with anyio.fail_after(limit) as scope:
@@ -924,7 +926,10 @@ def _check_scopes(skill: Skill, call: CallContext) -> None:
         )
 
 
-def _message_argument(kind: str, message: Message) -> object:
+def _message_argument(kind: str, message: Message, skill: Skill) -> object:
+    if kind == TYPED:
+        assert skill.input_type is not None
+        return skill.input_type.decode(message.parts, f"skill {skill.id!r}")
     if kind == "text":
         return message.text
     if kind == "data":
