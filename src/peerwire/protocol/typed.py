@@ -18,7 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..errors import FieldViolation, InvalidParamsError
-from ..types import File, Part
+from ..types import File, Model, Part
 
 __all__ = ["TypedValue", "typed_value", "value_parts"]
 
@@ -120,7 +120,8 @@ def typed_value(annotation: Any) -> TypedValue | None:
     """The codec of ``annotation`` when it is a typed value's type, else ``None``."""
     if annotation in (File, bytes):
         return TypedValue(annotation, "file")
-    if not isinstance(annotation, type):
+    # The protocol's own objects (``Message``, ``Part``...) are Structs too, but never typed.
+    if not isinstance(annotation, type) or issubclass(annotation, Model):
         return None
     if (
         annotation in _SCALARS
