@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from peerwire import Agent, Message, Part, Role, Task, TaskContext, TaskState
 from peerwire.client import CardCache, Client
-from peerwire.errors import InvalidParamsError
+from peerwire.errors import InvalidParamsError, InvalidResponseError, TaskNotCompletedError
 from peerwire.protocol.extensions import SKILL_SCHEMAS_EXTENSION
 from peerwire.testing import live_server
 from peerwire.types import AgentCard, Binding, File
@@ -245,3 +245,53 @@ def test_a_file_carries_exactly_one_of_data_or_url() -> None:
         File()
     with pytest.raises(ValueError, match="exactly one"):
         File(data=b"x", url="https://example.com/x")
+
+
+@ASYNC
+@BINDINGS
+async def test_client_call_returns_the_typed_result(
+    served: tuple[str, list[str]], binding: str
+) -> None:
+    url, _ = served
+    async with connect(url, binding) as client:
+        quote = await client.call("quote", Order(sku="Z", quantity=4), returns=Quote)
+        assert quote == Quote(sku="Z", total_cents=1000)
+        line = await client.call("count", quote, returns=Line)
+        assert line == Line(text="Z in True", words=1000)
+        # bytes and files go as file parts, a plain dict as a data part.
+        assert await client.call("size", b"abc", returns=int) == 3
+        upper = await client.call("upper", File(data=b"ab", name="f"), returns=File)
+        assert upper == File(data=b"AB", name="upper-f")
+        with pytest.raises(InvalidParamsError, match=r"data\.quantity"):
+            await client.call("quote", {"sku": "Z"}, returns=Quote)
+
+
+@ASYNC
+async def test_a_result_that_does_not_decode_or_a_task_that_fails_is_an_error() -> None:
+    agent = Agent("Loose")
+
+    @agent.skill()
+    async def loose(text: str) -> dict[str, Any]:
+        return {"sku": "Q"}
+
+    @agent.skill()
+    async def broken(order: Order) -> Quote:
+        raise RuntimeError("the price list is gone")
+
+    @agent.skill()
+    async def asks(ctx: TaskContext) -> str:
+        return (await ctx.ask("which one?")).text
+
+    async with live_server(agent, shutdown_grace=1.0) as url, connect(url, "JSONRPC") as client:
+        with pytest.raises(InvalidResponseError) as raised:
+            await client.call("loose", "x", returns=Quote)
+        assert [v.field for v in raised.value.field_violations] == [
+            "task.artifacts.parts[0].data.total_cents"
+        ]
+        with pytest.raises(TaskNotCompletedError, match="FAILED: the price list is gone") as failed:
+            await client.call("broken", Order(sku="A", quantity=1), returns=Quote)
+        assert failed.value.task.status.state is TaskState.FAILED
+        with pytest.raises(TaskNotCompletedError, match="INPUT_REQUIRED: which one"):
+            await client.call("asks", "go", returns=Quote)
+        with pytest.raises(TypeError, match="returns= takes"):
+            await client.call("loose", "x", returns=set)

@@ -50,23 +50,24 @@ class TypedValue:
             schema = msgspec.json.schema(self.annotation)
         return {"part": "data", "mediaType": _JSON, "schema": schema}
 
-    def decode(self, parts: Sequence[Part], label: str) -> Any:
+    def decode(self, parts: Sequence[Part], label: str, where: str = "message.parts") -> Any:
         """The value the first suitable part of ``parts`` carries; ``InvalidParamsError``
-        naming the field when there is none or it does not match (``label`` says whose)."""
+        naming the field (under ``where``, the parts' path) when there is none or it does not
+        match (``label`` says whose)."""
         if self.part == "file":
-            return self._decode_file(parts, label)
+            return self._decode_file(parts, label, where)
         for index, part in enumerate(parts):
             if part.kind == "data":
-                return self._convert(part.data, f"message.parts[{index}].data", label)
+                return self._convert(part.data, f"{where}[{index}].data", label)
         for index, part in enumerate(parts):
             if part.text is not None:
-                where = f"message.parts[{index}].text"
+                field = f"{where}[{index}].text"
                 try:
                     value = msgspec.json.decode(part.text)
                 except msgspec.DecodeError as exc:
-                    raise _refused(label, where, f"is not JSON ({exc})") from None
-                return self._convert(value, where, label)
-        raise _refused(label, "message.parts", "holds no data part (nor a text part holding JSON)")
+                    raise _refused(label, field, f"is not JSON ({exc})") from None
+                return self._convert(value, field, label)
+        raise _refused(label, where, "holds no data part (nor a text part holding JSON)")
 
     def encode(self, value: Any) -> list[Part]:
         parts = value_parts(value)
@@ -101,7 +102,7 @@ class TypedValue:
                 label, [FieldViolation(field=where + path, description=text)]
             ) from None
 
-    def _decode_file(self, parts: Sequence[Part], label: str) -> Any:
+    def _decode_file(self, parts: Sequence[Part], label: str, where: str) -> Any:
         for index, part in enumerate(parts):
             if part.raw is not None:
                 if self.annotation is bytes:
@@ -109,11 +110,9 @@ class TypedValue:
                 return File(data=part.raw, name=part.filename, media_type=part.media_type)
             if part.url is not None:
                 if self.annotation is bytes:
-                    raise _refused(
-                        label, f"message.parts[{index}].url", "must be inline bytes (raw)"
-                    )
+                    raise _refused(label, f"{where}[{index}].url", "must be inline bytes (raw)")
                 return File(url=part.url, name=part.filename, media_type=part.media_type)
-        raise _refused(label, "message.parts", "holds no file part")
+        raise _refused(label, where, "holds no file part")
 
 
 def typed_value(annotation: Any) -> TypedValue | None:
@@ -173,6 +172,6 @@ def _refused(label: str, field: str, description: str) -> InvalidParamsError:
 def _refused_all(label: str, violations: list[FieldViolation]) -> InvalidParamsError:
     first = violations[0]
     return InvalidParamsError(
-        f"The input of {label} is not valid: {first.field} {first.description}",
+        f"The {label} is not valid: {first.field} {first.description}",
         field_violations=violations,
     )

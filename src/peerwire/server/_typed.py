@@ -110,6 +110,11 @@ def _union_members(annotation: Any) -> tuple[Any, ...] | None:
     return None
 
 
+def decode_input(input_type: TypedValue, skill_id: str, message: Message) -> Any:
+    """The typed argument of skill ``skill_id`` from ``message``, or ``InvalidParamsError``."""
+    return input_type.decode(message.parts, f"input of skill {skill_id!r}")
+
+
 def input_modes(input_type: TypedValue) -> tuple[str, ...]:
     """The media types a typed input is read from, when the skill declares none."""
     if input_type.part == "file":

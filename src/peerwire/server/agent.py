@@ -390,7 +390,7 @@ class Agent:
         """Refuse (``InvalidParamsError`` naming the field) the first message of a task of a
         typed skill whose input does not decode to the skill's typed parameter."""
         if skill.input_type is not None:
-            skill.input_type.decode(message.parts, f"skill {skill.id!r}")
+            _typed.decode_input(skill.input_type, skill.id, message)
 
     @property
     def requires_authentication(self) -> bool:

@@ -82,6 +82,7 @@ from ..types import (
     TaskStatusUpdateEvent,
     now_timestamp,
 )
+from . import _typed
 from ._typed import TYPED
 from .agent import Agent, Skill
 from .bus import BusEvent, EventBus, Subscription
@@ -929,7 +930,7 @@ def _check_scopes(skill: Skill, call: CallContext) -> None:
 def _message_argument(kind: str, message: Message, skill: Skill) -> object:
     if kind == TYPED:
         assert skill.input_type is not None
-        return skill.input_type.decode(message.parts, f"skill {skill.id!r}")
+        return _typed.decode_input(skill.input_type, skill.id, message)
     if kind == "text":
         return message.text
     if kind == "data":

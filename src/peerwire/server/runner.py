@@ -63,6 +63,7 @@ from ..types import (
     TaskStatusUpdateEvent,
     now_timestamp,
 )
+from . import _typed
 from ._typed import TYPED
 from .agent import Agent, Skill
 from .bus import EventBus
@@ -1356,7 +1357,7 @@ def _argument(kind: str, ctx: TaskContext, skill: Skill) -> Any:
     if kind == TYPED:
         assert skill.input_type is not None
         # Checked before the task was created (``Agent.check_typed_input``): decodes again.
-        return skill.input_type.decode(ctx.message.parts, f"skill {skill.id!r}")
+        return _typed.decode_input(skill.input_type, skill.id, ctx.message)
     if kind == "text":
         return ctx.message.text
     if kind == "data":
