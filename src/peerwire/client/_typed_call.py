@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidParamsError, InvalidResponseError, TaskNotCompletedError
-from ..protocol.typed import TypedValue, typed_value, value_parts
+from ..protocol.typed import TYPED_KINDS, TypedValue, typed_value, value_parts
 from ..types import Message, Part, Task, TaskState
 
 __all__ = ["call_parts", "call_result", "result_codec"]
@@ -20,10 +20,7 @@ def result_codec(returns: Any) -> TypedValue:
     """The codec of a ``returns=`` type; ``TypeError`` when it is not a typed value's."""
     codec = typed_value(returns)
     if codec is None:
-        raise TypeError(
-            "returns= takes a pydantic model, a dataclass, a msgspec Struct, int, float, bool, "
-            f"bytes or File, not {returns!r}"
-        )
+        raise TypeError(f"returns= takes {TYPED_KINDS}, not {returns!r}")
     return codec
 
 

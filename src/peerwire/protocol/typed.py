@@ -20,7 +20,10 @@ import msgspec
 from ..errors import FieldViolation, InvalidParamsError
 from ..types import File, Model, Part
 
-__all__ = ["TypedValue", "typed_value", "value_parts"]
+__all__ = ["TYPED_KINDS", "TypedValue", "typed_value", "value_parts"]
+
+TYPED_KINDS = "a pydantic model, a dataclass, a msgspec Struct, int, float, bool, bytes or File"
+"""The types a typed value may have, as every message refusing another one says them."""
 
 _SCALARS = (bool, int, float)
 _JSON = "application/json"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol.extensions import SKILL_SCHEMAS_EXTENSION
-from ..protocol.typed import TypedValue, typed_value
+from ..protocol.typed import TYPED_KINDS, TypedValue, typed_value
 from ..types import AgentExtension, Message, Part
 from .context import TaskContext
 
@@ -61,8 +61,7 @@ def signature(function: Callable[..., Any]) -> Signature:
             if typed is None:
                 raise TypeError(
                     f"parameter {parameter.name!r} of skill {name} must be annotated str, "
-                    "dict, Message, TaskContext, or a typed input (a pydantic model, a "
-                    "dataclass, a msgspec Struct, int, float, bool, bytes or File), "
+                    f"dict, Message, TaskContext, or a typed input ({TYPED_KINDS}), "
                     f"not {annotation!r}"
                 )
             if input_type is not None:
@@ -98,8 +97,7 @@ def _check_plain(annotation: Any, name: str) -> None:
         return
     raise TypeError(
         f"skill {name} is annotated to return {annotation!r}; a skill returns str, dict, "
-        "list, Part, Message, None, or a typed output (a pydantic model, a dataclass, a "
-        "msgspec Struct, int, float, bool, bytes or File)"
+        f"list, Part, Message, None, or a typed output ({TYPED_KINDS})"
     )
 
 

@@ -51,7 +51,7 @@ from ..protocol import (
     resolve_continuation,
     status_reason_metadata,
 )
-from ..protocol.typed import value_parts
+from ..protocol.typed import TYPED_KINDS, value_parts
 from ..types import (
     Artifact,
     Message,
@@ -1283,8 +1283,7 @@ class Runner:
         if parts is None:
             raise TypeError(
                 f"skill {skill.id!r} returned a value of type {type(result).__name__}; a skill "
-                "returns str, dict, list, Part, Message, None or a typed value (a pydantic "
-                "model, a dataclass, a msgspec Struct, int, float, bool, bytes or File)"
+                f"returns str, dict, list, Part, Message, None or a typed value ({TYPED_KINDS})"
             )
         # Recorded by ``_run`` together with the completion.
         live.result = TaskArtifactUpdateEvent(
