@@ -31,7 +31,8 @@ Tree (``*`` = has its own row in the wire table, ``_WIRE_TABLE``; others travel 
     │   ├── A2ATimeoutError                       no answer in time (also TimeoutError): .task_id
     │   ├── InvalidAgentCardError                 agent card missing, malformed or unusable
     │   ├── CardSignatureError                    agent card JWS signature missing or invalid
-    │   └── InvalidResponseError                  server answered something that is not valid A2A
+    │   ├── InvalidResponseError                  server answered something that is not valid A2A
+    │   └── TaskNotCompletedError                 a typed call's task did not complete: .task
     └── VersionConflictError              store compare-and-swap lost a race (server internal)
 
 Decisions worth knowing when coding against this module:
@@ -107,6 +108,7 @@ __all__ = [
     "ServiceUnavailableError",
     "StreamEndedError",
     "TaskNotCancelableError",
+    "TaskNotCompletedError",
     "TaskNotFoundError",
     "UnknownA2AError",
     "UnsupportedOperationError",
@@ -630,6 +632,17 @@ class InvalidResponseError(InvalidAgentResponseError, ClientError):
     ) -> None:
         super().__init__(message, metadata=metadata, field_violations=field_violations)
         self.url = url
+
+
+class TaskNotCompletedError(ClientError):
+    """A typed call's task ended without completing (failed, rejected, canceled) or stopped to
+    ask for something (input, authorization): it has no result to return. ``task`` is the
+    task as the agent answered it; a question can be answered with ``Client.send(task_id=)``.
+    """
+
+    def __init__(self, message: str, *, task: Any, url: str | None = None) -> None:
+        super().__init__(message, url=url)
+        self.task: Any = task
 
 
 class VersionConflictError(PeerwireError):

@@ -68,7 +68,7 @@ def test_a_skill_returning_message_is_a_message_skill() -> None:
     assert skill is not None and skill.replies_with_message
 
 
-@pytest.mark.parametrize("annotation", ["int", "list", "str | None", "Any"])
+@pytest.mark.parametrize("annotation", ["set", "list", "str | None", "Any"])
 def test_a_parameter_that_cannot_be_injected_is_a_declaration_error(annotation: str) -> None:
     agent = Agent("A")
     namespace: dict[str, Any] = {}
@@ -384,15 +384,16 @@ async def test_returning_something_else_fails_the_task_saying_what_was_wrong() -
     agent = Agent("A")
 
     @agent.skill()
-    async def produce() -> int:
-        return 42
+    async def produce() -> Any:  # an unchecked return: only the value can be refused
+        return {42}
 
     async with in_process(agent) as http:
         task = (await send(http, user_message()))["task"]
     assert task["status"]["state"] == "TASK_STATE_FAILED"
     assert task["status"]["message"]["parts"][0]["text"] == (
-        "skill 'produce' returned a value of type int; a skill returns str, dict, list, Part, "
-        "Message or None"
+        "skill 'produce' returned a value of type set; a skill returns str, dict, list, Part, "
+        "Message, None or a typed value (a pydantic model, a dataclass, a msgspec Struct, int, "
+        "float, bool, bytes or File)"
     )
 
 

@@ -65,6 +65,7 @@ from ._inprocess import ASGIApp, StreamingASGITransport
 from ._leaving import RemoteCancels
 from ._messages import Content, FileLike, build_message
 from ._registry import available_bindings, spoken_versions, transport_factory, unavailable_reason
+from ._typed_call import call_parts, call_result, result_codec
 from .transports._exchange import HTTPExchange, HttpxExchange, PooledExchange
 from .transports._limits import DEFAULT_LIMITS, ClientLimits
 from .transports.base import CallOptions, Transport, TransportSettings
@@ -442,6 +443,31 @@ class Client:
         if isinstance(payload, Task):
             self._remember_skill(payload.id, skill)
         return payload
+
+    async def call(
+        self,
+        skill: str,
+        value: Any,
+        *,
+        returns: type[T],
+        context_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> T:
+        """Call a typed skill: send ``value`` (a pydantic model, a dataclass, a msgspec
+        ``Struct``, ``File``, ``bytes``, a scalar, or a ``str``/``dict``/``list``) to ``skill``,
+        wait for its task to settle and return its result decoded to ``returns``.
+
+        A bad input is the agent's ``InvalidParamsError`` (its field violations name the
+        field); a task that does not complete raises ``TaskNotCompletedError`` (its ``task``
+        says why, or what it asks); a result that does not decode to ``returns`` raises
+        ``InvalidResponseError`` naming the field.
+        """
+        codec = result_codec(returns)
+        answer = await self.send(
+            call_parts(value), skill=skill, context_id=context_id, metadata=metadata
+        )
+        result: T = call_result(answer, codec, skill, self.interface.url)
+        return result
 
     async def stream(
         self,

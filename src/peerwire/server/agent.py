@@ -1,11 +1,14 @@
 """What a user writes: an ``Agent`` with skills (async functions) or an executor class.
 
 A skill's parameters say what it receives, by annotation: ``str`` the message's joined text,
-``dict`` its first data part, ``Message`` the message itself, ``TaskContext`` the context.
+``dict`` its first data part, ``Message`` the message itself, ``TaskContext`` the context;
+one parameter may be *typed* (a pydantic model, a dataclass, a msgspec ``Struct``,
+``int``/``float``/``bool``, ``bytes`` or ``File``: ``server._typed``), decoded from the
+message and refused before a task exists when it does not match.
 Its return value is its result: ``str`` a text artifact, ``dict``/``list`` a data artifact,
-``None`` when the skill finished the task itself through the context. With
-``Agent(lifespan=...)``, a parameter annotated with the type the lifespan yields receives the
-app state (``server.app_state``). A skill annotated to
+a typed value a data (or file) artifact, ``None`` when the skill finished the task itself
+through the context. With ``Agent(lifespan=...)``, a parameter annotated with the type the
+lifespan yields receives the app state (``server.app_state``). A skill annotated to
 return ``Message`` is a *message skill*: it answers with a direct message and creates no task.
 Raising fails the task with the exception's message. A message skill has no task to fail:
 one that raises an ``A2AError`` (``raise InvalidParamsError("...")``) answers with that error;
@@ -19,7 +22,6 @@ before a message skill runs. One that raises an ``A2AError`` refuses the message
 from __future__ import annotations
 
 import inspect
-import typing
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -27,6 +29,7 @@ from typing import Any, Literal, Protocol
 from ..errors import ContentTypeNotSupportedError, FieldViolation, InvalidParamsError
 from ..protocol.extensions import ANSWERABLE_BY_EXTENSION
 from ..protocol.media import uncovered_parts
+from ..protocol.typed import TypedValue
 from ..types import (
     AgentCapabilities,
     AgentCard,
@@ -39,6 +42,7 @@ from ..types import (
     SecurityScheme,
     StringList,
 )
+from . import _typed
 from .app_state import AppState, AppStateUnavailableError, Lifespan
 from .context import Caller, TaskContext
 
@@ -57,9 +61,6 @@ class AgentExecutor(Protocol):
     """Full control: ``execute`` drives the task through the context from start to end."""
 
     async def execute(self, ctx: TaskContext) -> None: ...
-
-
-_INJECTABLE = {str: "text", dict: "data", Message: "message", TaskContext: "context"}
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,10 @@ class Skill:
     answerable_by: tuple[str, ...] = ()
     """Scopes that let a principal other than the task's owner (of the same tenant) answer
     the skill's questions (``Agent.skill(answerable_by=...)``); empty: only the owner."""
+    input_type: TypedValue | None = None
+    """The typed parameter's type (the argument kind ``"typed"``), if the skill has one."""
+    output_type: TypedValue | None = None
+    """The typed return annotation, published on the card with ``input_type``."""
 
     def card_entry(self, requirements: Sequence[SecurityRequirement] = ()) -> AgentSkill:
         return AgentSkill(
@@ -223,7 +228,7 @@ class Agent:
             if not inspect.iscoroutinefunction(function):
                 raise TypeError(f"skill {function.__name__} must be an async function")
             state_type = None if self.lifespan is None else self.lifespan.state_type
-            arguments, replies = _signature(function, state_type)
+            typed = _typed.signature(function, state_type)
             skill_id = id or function.__name__
             doc = inspect.getdoc(function) or ""
             self._add(
@@ -233,13 +238,19 @@ class Agent:
                     description=description or doc.split("\n\n")[0] or skill_id,
                     tags=tuple(tags) or (skill_id,),
                     examples=tuple(examples),
-                    input_modes=tuple(input_modes),
-                    output_modes=tuple(output_modes),
+                    input_modes=tuple(input_modes)
+                    or (() if typed.input_type is None else _typed.input_modes(typed.input_type)),
+                    output_modes=tuple(output_modes)
+                    or (
+                        () if typed.output_type is None else _typed.output_modes(typed.output_type)
+                    ),
                     function=function,
-                    arguments=arguments,
-                    replies_with_message=replies,
+                    arguments=typed.arguments,
+                    replies_with_message=typed.replies_with_message,
                     scopes=tuple(scopes),
                     answerable_by=answerers,
+                    input_type=typed.input_type,
+                    output_type=typed.output_type,
                 )
             )
             return function
@@ -393,6 +404,12 @@ class Agent:
             ],
         )
 
+    def check_typed_input(self, skill: Skill, message: Message) -> None:
+        """Refuse (``InvalidParamsError`` naming the field) the first message of a task of a
+        typed skill whose input does not decode to the skill's typed parameter."""
+        if skill.input_type is not None:
+            _typed.decode_input(skill.input_type, skill.id, message)
+
     @property
     def requires_authentication(self) -> bool:
         """Whether the card asks callers for credentials (a requirement naming a scheme), so
@@ -423,7 +440,14 @@ class Agent:
                 extensions=[
                     *self.extensions,
                     *_not_declared(
-                        [*server_extensions, *self._answerable_extension()], self.extensions
+                        [
+                            *server_extensions,
+                            *self._answerable_extension(),
+                            *_typed.schemas_extension(
+                                (s.id, s.input_type, s.output_type) for s in self._skills.values()
+                            ),
+                        ],
+                        self.extensions,
                     ),
                 ],
                 extended_agent_card=extended_agent_card,
@@ -534,28 +558,6 @@ def _replace(skill: Skill, **changes: Any) -> Skill:
     from dataclasses import replace
 
     return replace(skill, **changes)
-
-
-def _signature(
-    function: Callable[..., Any], state_type: type | None = None
-) -> tuple[tuple[str, ...], bool]:
-    """What each parameter receives, and whether the skill replies with a Message
-    (``state_type``: the lifespan's, whose parameters receive the app state)."""
-    hints = typing.get_type_hints(function)
-    arguments = []
-    for parameter in inspect.signature(function).parameters.values():
-        annotation = hints.get(parameter.name)
-        kind = _INJECTABLE.get(typing.get_origin(annotation) or annotation)  # type: ignore[arg-type]
-        if kind is None and state_type is not None and annotation is state_type:
-            kind = "state"
-        if kind is None:
-            state = "" if state_type is None else f" or {state_type.__name__} (the app state)"
-            raise TypeError(
-                f"parameter {parameter.name!r} of skill {function.__name__} must be annotated "
-                f"str, dict, Message, TaskContext{state}"
-            )
-        arguments.append(kind)
-    return tuple(arguments), hints.get("return") is Message
 
 
 def _not_declared(

@@ -82,6 +82,8 @@ from ..types import (
     TaskStatusUpdateEvent,
     now_timestamp,
 )
+from . import _typed
+from ._typed import TYPED
 from .agent import Agent, Skill
 from .bus import BusEvent, EventBus, Subscription
 from .catch_up import GapFilling
@@ -374,6 +376,7 @@ class Dispatcher:
         if skill.scopes:
             _check_scopes(skill, call)
         self.agent.check_input_modes(skill, message)
+        self.agent.check_typed_input(skill, message)
         if skill.replies_with_message:
             # A direct reply creates no task: there is nothing to push about.
             return await self._reply(skill, message, decision.context_id)
@@ -633,7 +636,7 @@ class Dispatcher:
         assert skill.function is not None
         context_id = context_id or new_id()
         arguments = [
-            self.agent.app_state if kind == "state" else _message_argument(kind, message)
+            self.agent.app_state if kind == "state" else _message_argument(kind, message, skill)
             for kind in skill.arguments
         ]
         limit = self.agent.task_timeout
@@ -927,7 +930,10 @@ def _check_scopes(skill: Skill, call: CallContext) -> None:
         )
 
 
-def _message_argument(kind: str, message: Message) -> object:
+def _message_argument(kind: str, message: Message, skill: Skill) -> object:
+    if kind == TYPED:
+        assert skill.input_type is not None
+        return _typed.decode_input(skill.input_type, skill.id, message)
     if kind == "text":
         return message.text
     if kind == "data":

@@ -51,6 +51,7 @@ from ..protocol import (
     resolve_continuation,
     status_reason_metadata,
 )
+from ..protocol.typed import TYPED_KINDS, value_parts
 from ..types import (
     Artifact,
     Message,
@@ -62,6 +63,8 @@ from ..types import (
     TaskStatusUpdateEvent,
     now_timestamp,
 )
+from . import _typed
+from ._typed import TYPED
 from .agent import Agent, Skill
 from .bus import EventBus
 from .catch_up import GapFilling
@@ -1276,7 +1279,7 @@ class Runner:
             await skill.executor.execute(ctx)
             return _leftover(ctx)
         assert skill.function is not None
-        handler = skill.function(*[_argument(kind, ctx) for kind in skill.arguments])
+        handler = skill.function(*[_argument(kind, ctx, skill) for kind in skill.arguments])
         if ctx.state is TaskState.WORKING:
             result = await handler
         else:
@@ -1292,16 +1295,21 @@ class Runner:
         if isinstance(result, Message):
             await ctx.complete(result)
             return None
-        if not isinstance(result, str | dict | list | Part):
+        parts = (
+            to_parts(result)
+            if isinstance(result, str | dict | list | Part)
+            else value_parts(result)
+        )
+        if parts is None:
             raise TypeError(
                 f"skill {skill.id!r} returned a value of type {type(result).__name__}; a skill "
-                "returns str, dict, list, Part, Message or None"
+                f"returns str, dict, list, Part, Message, None or a typed value ({TYPED_KINDS})"
             )
         # Recorded by ``_run`` together with the completion.
         live.result = TaskArtifactUpdateEvent(
             task_id=ctx.task_id,
             context_id=ctx.context_id,
-            artifact=Artifact(artifact_id=new_id(), name="result", parts=to_parts(result)),
+            artifact=Artifact(artifact_id=new_id(), name="result", parts=parts),
             last_chunk=True,
         )
         return (TaskState.COMPLETED, None)
@@ -1364,7 +1372,11 @@ async def _run_cancel_hook(live: _Live) -> None:
 _CANCEL_HOOK_LIMIT_S = 5.0
 
 
-def _argument(kind: str, ctx: TaskContext) -> Any:
+def _argument(kind: str, ctx: TaskContext, skill: Skill) -> Any:
+    if kind == TYPED:
+        assert skill.input_type is not None
+        # Checked before the task was created (``Agent.check_typed_input``): decodes again.
+        return _typed.decode_input(skill.input_type, skill.id, ctx.message)
     if kind == "text":
         return ctx.message.text
     if kind == "data":

@@ -26,6 +26,7 @@ from .card import (
     Binding,
 )
 from .content import Artifact, Message, Part
+from .file import File
 from .push import AuthenticationInfo, TaskPushNotificationConfig
 from .requests import (
     CancelTaskRequest,
@@ -85,6 +86,7 @@ __all__ = [
     "DeleteTaskPushNotificationConfigRequest",
     "DeviceCodeOAuthFlow",
     "Encoded",
+    "File",
     "GetExtendedAgentCardRequest",
     "GetTaskPushNotificationConfigRequest",
     "GetTaskRequest",
