@@ -215,7 +215,10 @@ def test_a_skill_parameter_of_another_type_is_refused_at_decoration() -> None:
         yield Pool()
 
     agent = Agent("Pooled", lifespan=lifespan)
-    with pytest.raises(TypeError, match=r"str, dict, Message, TaskContext or Pool \(the app"):
+    with pytest.raises(
+        TypeError,
+        match=r"str, dict, Message, TaskContext, Pool \(the app state\), or a typed input",
+    ):
 
         @agent.skill()
         async def wrong(pool: Journal) -> str:
