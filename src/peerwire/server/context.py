@@ -29,6 +29,7 @@ import msgspec
 
 from .._ids import new_id, step_id
 from ..delegation import Call, Delegation, Delegations, Follow, OnFailure, Outcome, Undo
+from ..errors import InvalidParamsError
 from ..protocol import TERMINAL
 from ..security.principal import Principal
 from ..types import (
@@ -36,6 +37,7 @@ from ..types import (
     Message,
     Part,
     Role,
+    Task,
     TaskArtifactUpdateEvent,
     TaskState,
     TaskStatus,
@@ -43,7 +45,42 @@ from ..types import (
     now_timestamp,
 )
 
-__all__ = ["Caller", "CallerSource", "TaskContext", "decode_caller", "encode_caller"]
+__all__ = [
+    "HISTORY_DEFAULT_LIMIT",
+    "HISTORY_MAX_LIMIT",
+    "Caller",
+    "CallerSource",
+    "TaskContext",
+    "Turn",
+    "decode_caller",
+    "encode_caller",
+]
+
+HISTORY_DEFAULT_LIMIT = 50
+"""``TaskContext.history``: how many prior turns it returns unless told."""
+HISTORY_MAX_LIMIT = 1000
+"""``TaskContext.history``: the most prior turns one call may ask for."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One prior turn of a conversation: a message of a task that shares the context, or an
+    artifact it produced (``artifact_id`` set, ``role`` agent)."""
+
+    task_id: str
+    role: Role
+    parts: list[Part]
+    message_id: str = ""
+    artifact_id: str = ""
+
+
+def _turns_of(task: Task) -> list[Turn]:
+    turns = [Turn(task.id, m.role, list(m.parts), message_id=m.message_id) for m in task.history]
+    turns.extend(
+        Turn(task.id, Role.AGENT, list(a.parts), artifact_id=a.artifact_id) for a in task.artifacts
+    )
+    return turns
+
 
 log = logging.getLogger("peerwire.server")
 
@@ -173,6 +210,7 @@ class _Driver(Protocol):
     async def recorded_callers(self, ctx: TaskContext) -> Mapping[str, bytes]: ...
 
     def app_state(self) -> Any: ...
+    async def context_tasks(self, ctx: TaskContext, cursor: str) -> tuple[list[Task], str]: ...
 
 
 PartsLike = str | dict[str, Any] | list[Any] | Part | Sequence[Part]
@@ -274,6 +312,34 @@ class TaskContext:
             message_id: decode_caller(body, self.tenant) for message_id, body in found.items()
         }
         self._caller = None
+
+    async def history(self, *, limit: int = HISTORY_DEFAULT_LIMIT) -> list[Turn]:
+        """The prior turns of this conversation, oldest first: the messages, then the
+        artifacts, of the other tasks of the owner (and tenant) that share this
+        ``context_id``, tasks ordered by their latest status update; at most the newest
+        ``limit`` turns (1 to ``HISTORY_MAX_LIMIT``). Read from the task store, so it holds
+        across restarts and replicas; another principal reusing the ``context_id`` shares
+        none of them. The current task's own messages are ``message``/``latest_message``."""
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InvalidParamsError(f"history limit must be an int, got {type(limit).__name__}")
+        if not 1 <= limit <= HISTORY_MAX_LIMIT:
+            raise InvalidParamsError(
+                f"history limit must be between 1 and {HISTORY_MAX_LIMIT}, got {limit}"
+            )
+        newest_first: list[list[Turn]] = []
+        count, cursor = 0, ""
+        while count < limit:
+            tasks, cursor = await self._driver.context_tasks(self, cursor)
+            for task in tasks:
+                if task.id == self.task_id:
+                    continue
+                turns = _turns_of(task)
+                newest_first.append(turns)
+                count += len(turns)
+            if not cursor:
+                break
+        ordered = [turn for turns in reversed(newest_first) for turn in turns]
+        return ordered[-limit:]
 
     def _answered_by(self, message: Message, source: CallerSource | None) -> None:
         self._current = message.message_id

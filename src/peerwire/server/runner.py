@@ -51,12 +51,14 @@ from ..protocol import (
     resolve_continuation,
     status_reason_metadata,
 )
+from ..protocol.paging import MAX_PAGE_SIZE, ListQuery, decode_page_token
 from ..protocol.typed import TYPED_KINDS, value_parts
 from ..types import (
     Artifact,
     Message,
     Part,
     Role,
+    Task,
     TaskArtifactUpdateEvent,
     TaskState,
     TaskStatus,
@@ -433,6 +435,24 @@ class Runner:
     async def recorded_callers(self, ctx: TaskContext) -> Mapping[str, bytes]:
         """``ctx.recall``: the callers recorded with the task's messages."""
         return await self.store.load_callers(ctx.task_id)
+
+    async def context_tasks(self, ctx: TaskContext, cursor: str) -> tuple[list[Task], str]:
+        """``ctx.history``: a page of the tasks of ``ctx``'s owner and tenant sharing its
+        contextId, newest first, and the next page's cursor (``""``: none). The ListTasks
+        query of the store, with its contextId index."""
+        query = ListQuery(
+            context_id=ctx.context_id,
+            status=None,
+            page_size=MAX_PAGE_SIZE,
+            cursor=decode_page_token(cursor) if cursor else None,
+            history_length=None,
+            status_after=None,
+            include_artifacts=True,
+        )
+        tasks, token, _total = await self.store.list_tasks(
+            query, tenant=ctx.tenant, owner=ctx.owner
+        )
+        return tasks, token
 
     def delegations_for(self, ctx: TaskContext) -> Delegations:
         """``ctx.delegations``: the task's delegations in the ledger."""
